@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	rm "github.com/isrbroker/isrbroker/replicamanager"
+)
+
+// Produce: v3-9 (record batch v2 only; v9 flexible).
+//
+// Behavior:
+//   - acks outside {0, 1, -1} → INVALID_REQUIRED_ACKS on every partition, nothing appended.
+//   - An invalid topic name → INVALID_TOPIC_EXCEPTION for its partitions.
+//   - Each partition's records must be exactly one magic-2 batch with a matching length and
+//     a correct CRC-32C, else CORRUPT_MESSAGE (Kafka's request-thread check plus the log
+//     validator's CRC check; the batch is not decoded, S1).
+//   - The rest goes to the replica manager with timeout_ms; it answers NOT_LEADER_OR_FOLLOWER,
+//     UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS(_AFTER_APPEND) (K2),
+//     REQUEST_TIMED_OUT, and parks acks=-1 in the delayed-produce purgatory. The
+//     connection's reader does not wait for it; the response keeps its place in order.
+//   - acks=0 gets no response; if any partition failed the connection is closed after
+//     earlier responses, as Kafka does, so the client notices.
+//
+// Deviations: transactional produce is not special-cased (the replica manager decides);
+// no throttling (throttle_time_ms 0); no per-record errors (v8 record_errors empty).
+
+func init() { regKey(kmsg.Produce, 3, 9, handleProduce) }
+
+func handleProduce(s *Server, r *request, kreq kmsg.Request) {
+	req := kreq.(*kmsg.ProduceRequest)
+	results := make(map[rm.TopicPartition]rm.ProduceResult)
+	fail := func(t string, p int32, code int16) {
+		results[tp(t, p)] = rm.ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+	}
+	entries := make(map[rm.TopicPartition][]byte)
+	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			switch {
+			case !acksOK:
+				fail(t.Topic, p.Partition, kerr.InvalidRequiredAcks.Code)
+			case !validTopicName(t.Topic):
+				fail(t.Topic, p.Partition, kerr.InvalidTopicException.Code)
+			default:
+				if code, err := validateProduceRecords(p.Records); code != 0 {
+					r.log.WithFields(logrus.Fields{"topic": t.Topic, "partition": p.Partition}).WithError(err).Debug("rejecting produce")
+					fail(t.Topic, p.Partition, code)
+					continue
+				}
+				entries[tp(t.Topic, p.Partition)] = p.Records
+			}
+		}
+	}
+	finish := func(appended map[rm.TopicPartition]rm.ProduceResult) {
+		for k, v := range appended {
+			results[k] = v
+		}
+		if req.Acks == 0 {
+			for _, res := range results {
+				if res.ErrorCode != 0 {
+					r.respondAndClose()
+					return
+				}
+			}
+			r.respond(nil)
+			return
+		}
+		r.respond(produceResponse(req, results))
+	}
+	if len(entries) == 0 {
+		finish(nil)
+		return
+	}
+	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+	s.replicas.AppendRecords(timeout, req.Acks, entries, func(res map[rm.TopicPartition]rm.ProduceResult) {
+		r.safe(func() { finish(res) })
+	})
+}
+
+func produceResponse(req *kmsg.ProduceRequest, results map[rm.TopicPartition]rm.ProduceResult) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for j := range t.Partitions {
+			p := t.Partitions[j].Partition
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p
+			res, ok := results[tp(t.Topic, p)]
+			if !ok {
+				res = rm.ProduceResult{ErrorCode: kerr.UnknownServerError.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			}
+			rp.ErrorCode = res.ErrorCode
+			rp.BaseOffset = res.BaseOffset
+			rp.LogAppendTime = res.LogAppendTime
+			rp.LogStartOffset = res.LogStartOffset
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	rm "github.com/isrbroker/isrbroker/replicamanager"
+)
+
+// Fetch: v4-12 (record batch v2; v12 flexible).
+//
+// Behavior:
+//   - Consumers (replica_id -1) and followers (replica_id >= 0, which read up to the LEO,
+//     S7) both come here; the replica manager handles min_bytes/max_wait_ms (delayed fetch
+//     completing on new data or timeout) and answers per partition (HW, log start offset,
+//     raw batches as stored, S1; OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, ...).
+//   - max_bytes and partition_max_bytes are passed down and enforced again here at batch
+//     boundaries: once the response holds max_bytes of records later partitions get none;
+//     the first partition with data always keeps its first batch (KIP-74).
+//   - No incremental fetch sessions (KIP-227): every fetch is a full fetch and the response
+//     carries session_id 0, which tells clients sessions are off. session_epoch > 0 names a
+//     session we cannot have → FETCH_SESSION_ID_NOT_FOUND top-level.
+//   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
+//     transactions.
+//   - Record bytes go to BytesOutPerSec for consumers and ReplicationBytesOutPerSec for
+//     followers.
+//
+// Deviations: forgotten_topics_data is ignored (sessions are off); rack-aware reads
+// (KIP-392) are not done; last_fetched_epoch (v12) is not checked here (followers
+// truncate through OffsetForLeaderEpoch, K1).
+
+func init() { regKey(kmsg.Fetch, 4, 12, handleFetch) }
+
+func handleFetch(s *Server, r *request, kreq kmsg.Request) {
+	req := kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionEpoch > 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		r.respond(resp)
+		return
+	}
+	params := rm.FetchParams{
+		ReplicaID:      req.ReplicaID,
+		MaxWait:        time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
+		MinBytes:       req.MinBytes,
+		MaxBytes:       req.MaxBytes,
+		IsolationLevel: req.IsolationLevel,
+	}
+	if params.MaxBytes <= 0 {
+		params.MaxBytes = math.MaxInt32
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			fp := rm.FetchPartition{
+				TopicPartition:     tp(t.Topic, p.Partition),
+				FetchOffset:        p.FetchOffset,
+				LogStartOffset:     p.LogStartOffset,
+				PartitionMaxBytes:  p.PartitionMaxBytes,
+				CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+			}
+			if req.Version < 9 {
+				fp.CurrentLeaderEpoch = -1
+			}
+			params.Partitions = append(params.Partitions, fp)
+		}
+	}
+	if len(params.Partitions) == 0 {
+		r.respond(resp)
+		return
+	}
+	s.replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
+		r.safe(func() {
+			n := fillFetchResponse(resp, req, params.MaxBytes, results)
+			s.markFetchBytes(req.ReplicaID, n)
+			r.respond(resp)
+		})
+	})
+}
+
+// fillFetchResponse builds the per-partition answers in request order and returns the
+// number of record bytes included.
+func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxBytes int32, results []rm.FetchPartitionResult) int {
+	byTP := make(map[rm.TopicPartition]*rm.FetchPartitionResult, len(results))
+	for i := range results {
+		byTP[results[i].TopicPartition] = &results[i]
+	}
+	budget := int64(maxBytes)
+	minOne := true
+	total := 0
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.TopicID = t.TopicID
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.PreferredReadReplica = -1
+			res, ok := byTP[tp(t.Topic, p.Partition)]
+			if !ok {
+				rp.ErrorCode = kerr.UnknownServerError.Code
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rp.ErrorCode = res.ErrorCode
+			rp.HighWatermark = res.HighWatermark
+			rp.LastStableOffset = res.HighWatermark // no transactions: LSO = HW
+			rp.LogStartOffset = res.LogStartOffset
+			recs := res.Records
+			if len(recs) > 0 {
+				limit := budget
+				if pm := int64(p.PartitionMaxBytes); pm >= 0 && pm < limit {
+					limit = pm
+				}
+				if int64(len(recs)) > limit {
+					recs = recs[:batchPrefix(recs, max(limit, 0), minOne)]
+				}
+				if len(recs) > 0 {
+					minOne = false
+					budget -= int64(len(recs))
+					total += len(recs)
+				}
+			}
+			rp.RecordBatches = recs
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return total
+}

@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	rm "github.com/isrbroker/isrbroker/replicamanager"
+)
+
+// ListOffsets: v0-6 (v6 flexible).
+//
+// Behavior:
+//   - timestamp -2 = earliest (log start offset), -1 = latest (HW for consumers, LEO for
+//     replica_id >= 0), otherwise the first offset whose timestamp is >= the given one, found
+//     by the replica manager through the time index.
+//   - v0 answers old_style_offsets = [offset] (empty when nothing matches); v1+ answer
+//     timestamp and offset; v4+ the leader epoch. current_leader_epoch (v4+) is passed down
+//     for fencing (FENCED/UNKNOWN_LEADER_EPOCH).
+//   - A partition listed twice (v1+) → INVALID_REQUEST for it, as Kafka.
+//
+// Deviations: v0 max_num_offsets is ignored (at most one offset is returned).
+
+func init() { regKey(kmsg.ListOffsets, 0, 6, handleListOffsets) }
+
+func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+
+	seen := make(map[rm.TopicPartition]int)
+	var parts []rm.ListOffsetsPartition
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			k := tp(t.Topic, p.Partition)
+			seen[k]++
+			lp := rm.ListOffsetsPartition{TopicPartition: k, Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch}
+			if req.Version < 4 {
+				lp.CurrentLeaderEpoch = -1
+			}
+			if seen[k] == 1 {
+				parts = append(parts, lp)
+			}
+		}
+	}
+	var results []rm.ListOffsetsResult
+	if len(parts) > 0 {
+		results = s.replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)
+	}
+	byTP := make(map[rm.TopicPartition]rm.ListOffsetsResult, len(results))
+	for _, res := range results {
+		byTP[res.TopicPartition] = res
+	}
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			k := tp(t.Topic, p.Partition)
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			res, ok := byTP[k]
+			switch {
+			case seen[k] > 1 && req.Version >= 1:
+				rp.ErrorCode = kerr.InvalidRequest.Code
+			case !ok:
+				rp.ErrorCode = kerr.UnknownServerError.Code
+			default:
+				rp.ErrorCode = res.ErrorCode
+				if res.ErrorCode == 0 {
+					rp.Timestamp, rp.Offset, rp.LeaderEpoch = res.Timestamp, res.Offset, res.LeaderEpoch
+					if req.Version == 0 && res.Offset >= 0 {
+						rp.OldStyleOffsets = []int64{res.Offset}
+					}
+				}
+			}
+			if req.Version == 0 && rp.OldStyleOffsets == nil {
+				rp.OldStyleOffsets = []int64{}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	r.respond(resp)
+}

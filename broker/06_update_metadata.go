@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// UpdateMetadata: v0-6 (v6 flexible). Controller → every broker.
+//
+// Behavior:
+//   - The controller and broker epochs are checked first by the replica manager
+//     (CheckControllerEpoch, K3/KIP-380; broker epoch -1 before v5); a stale request is
+//     answered with its code and changes nothing.
+//   - Otherwise the metadata cache takes it: live brokers (with their endpoints per
+//     listener; v0 has a single PLAINTEXT host/port, v1–2 name listeners by security
+//     protocol) and controller id are replaced, partition states upserted, and partitions
+//     with leader -2 (topic deleted) removed.
+//
+// Deviations: v7+ (topic ids, KRaft) is not served.
+
+func init() { regKey(kmsg.UpdateMetadata, 0, 6, handleUpdateMetadata) }
+
+func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
+	req := kreq.(*kmsg.UpdateMetadataRequest)
+	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	brokerEpoch := int64(-1)
+	if req.Version >= 5 {
+		brokerEpoch = req.BrokerEpoch
+	}
+	log := r.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	if code := s.replicas.CheckControllerEpoch(req.ControllerID, req.ControllerEpoch, brokerEpoch); code != 0 {
+		log.WithField("errorCode", code).Info("rejecting UpdateMetadata")
+		resp.ErrorCode = code
+		r.respond(resp)
+		return
+	}
+	s.cache.Update(req)
+	log.WithField("liveBrokers", len(req.LiveBrokers)).Debug("metadata cache updated")
+	r.respond(resp)
+}

@@ -1,0 +1,290 @@
+package broker
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/wire"
+)
+
+// Errors that close a connection. None of them is ever answered on the wire.
+var (
+	errUnknownKey      = errors.New("broker: unknown api key")
+	errUnsupportedVer  = errors.New("broker: api version outside the advertised range")
+	errTrailingGarbage = errors.New("broker: trailing bytes after the request body")
+)
+
+// conn is one client connection: a reader goroutine (serve) that decodes and dispatches
+// requests, and a writer goroutine (writeLoop) that sends their responses in request order.
+type conn struct {
+	s        *Server
+	nc       net.Conn
+	listener string // listener name the connection came in on (Metadata answers with its endpoints)
+	log      logrus.FieldLogger
+
+	queue     chan *slot    // outstanding requests in arrival order; cap = maxInFlight
+	done      chan struct{} // closed by close()
+	closeOnce sync.Once
+}
+
+// slot is the future response of one request.
+type slot struct {
+	corr int32
+	ch   chan reply // cap 1: completing never blocks
+	once sync.Once
+}
+
+type reply struct {
+	resp  kmsg.Response // nil: send nothing (acks=0 produce)
+	close bool          // close the connection once the replies before this one are written
+}
+
+func newConn(s *Server, nc net.Conn, listener string) *conn {
+	return &conn{
+		s:        s,
+		nc:       nc,
+		listener: listener,
+		log:      s.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "listener": listener}),
+		queue:    make(chan *slot, maxInFlight),
+		done:     make(chan struct{}),
+	}
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.nc.Close()
+	})
+}
+
+// complete hands the response of sl to the writer. Only the first call counts.
+func (sl *slot) complete(r reply) {
+	sl.once.Do(func() { sl.ch <- r })
+}
+
+// serve runs the connection until it closes: this goroutine reads, a second one writes.
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	defer wg.Wait()
+	defer c.close()
+	defer recoverLog(c.log, "connection reader")
+
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		// A fresh buffer per frame: kmsg's decoded byte fields (record batches) alias it,
+		// and produce batches are parked or appended after the next frame is read.
+		frame, err := readFrame(br, c.s.cfg.SocketRequestMaxBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.log.WithError(err).Info("closing connection: bad frame")
+			}
+			return
+		}
+		if err := c.handleFrame(frame); err != nil {
+			c.log.WithError(err).Info("closing connection: bad request")
+			return
+		}
+	}
+}
+
+// writeLoop writes completed responses in request order.
+func (c *conn) writeLoop() {
+	defer recoverLog(c.log, "connection writer")
+	defer c.close()
+	var buf []byte
+	for {
+		var sl *slot
+		select {
+		case sl = <-c.queue:
+		case <-c.done:
+			return
+		}
+		var r reply
+		select {
+		case r = <-sl.ch:
+		case <-c.done:
+			return
+		}
+		if r.resp != nil {
+			buf = wire.AppendResponse(buf[:0], sl.corr, r.resp)
+			if _, err := c.nc.Write(buf); err != nil {
+				return
+			}
+			if cap(buf) > 1<<20 { // do not pin a large fetch response's buffer
+				buf = nil
+			}
+		}
+		if r.close {
+			c.log.Info("closing connection after an acks=0 produce error")
+			return
+		}
+	}
+}
+
+// readFrame reads one size-prefixed request. The buffer grows as bytes arrive, so a
+// size that lies (KAFKA-14063) costs no more memory than the bytes really sent; a size
+// above max or below 8 (no room for a header) is refused before anything is read.
+func readFrame(r io.Reader, limit int32) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(sz[:])))
+	if n < 8 {
+		return nil, fmt.Errorf("%w: %d", wire.ErrFrameInvalid, n)
+	}
+	if n > int(limit) {
+		return nil, fmt.Errorf("%w: %d > %d", wire.ErrFrameTooLarge, n, limit)
+	}
+	buf := make([]byte, 0, min(n, 1<<20))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(n, 2*cap(buf)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// request is one decoded request on its way through a handler.
+type request struct {
+	c    *conn
+	hdr  wire.RequestHeader
+	slot *slot
+	log  logrus.FieldLogger
+}
+
+// respond completes the request with resp (nil: no response on the wire).
+func (r *request) respond(resp kmsg.Response) { r.slot.complete(reply{resp: resp}) }
+
+// respondAndClose sends nothing and closes the connection once earlier responses are out
+// (acks=0 produce errors, as Kafka does, so the client notices).
+func (r *request) respondAndClose() { r.slot.complete(reply{close: true}) }
+
+// clientID returns the header's client id ("" when null).
+// safe runs a completion callback (called by the replica manager, maybe on its own
+// goroutine) so that a bug in building the response closes only this connection.
+func (r *request) safe(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			recoverLogValue(r.log, "completion", v)
+			r.c.close()
+		}
+	}()
+	fn()
+}
+
+func (r *request) clientID() string {
+	if r.hdr.ClientID == nil {
+		return ""
+	}
+	return *r.hdr.ClientID
+}
+
+// handleFrame decodes one request frame and dispatches it. A non-nil error closes the
+// connection: unknown key, version outside the advertised range (ApiVersions excepted),
+// a header or body that does not decode, or trailing bytes.
+func (c *conn) handleFrame(frame []byte) error {
+	if len(frame) < 8 {
+		return wire.ErrShortHeader
+	}
+	key := int16(binary.BigEndian.Uint16(frame[0:]))
+	version := int16(binary.BigEndian.Uint16(frame[2:]))
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+
+	if key == int16(kmsg.ApiVersions) && version > apiVersionsMax {
+		// KIP-511: a version above ours gets a v0 body with UNSUPPORTED_VERSION and our
+		// key list; the client retries at a version we advertise. The body is not read.
+		return c.enqueue(corr, func(sl *slot) {
+			sl.complete(reply{resp: unsupportedApiVersionsResponse()})
+		})
+	}
+	h := lookupHandler(key)
+	if h == nil {
+		return fmt.Errorf("%w: %d", errUnknownKey, key)
+	}
+	if version < h.min || version > h.max {
+		return fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
+	}
+	hdr, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+	if err != nil {
+		return err
+	}
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
+	}
+	// kmsg does not report unread bytes; re-encoding gives the length a well-formed body
+	// of these fields has, and fewer bytes than received means garbage after the body.
+	if n := encodedLen(req); n < len(body) {
+		return fmt.Errorf("%w: %s v%d: %d of %d bytes", errTrailingGarbage, kmsg.NameForKey(key), version, n, len(body))
+	}
+	return c.enqueue(corr, func(sl *slot) {
+		r := &request{c: c, hdr: hdr, slot: sl}
+		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "api": kmsg.NameForKey(key), "version": version})
+		h.fn(c.s, r, req)
+	})
+}
+
+// enqueue reserves the next in-order response slot (waiting while maxInFlight requests
+// are outstanding) and runs start with it on the reader goroutine.
+func (c *conn) enqueue(corr int32, start func(*slot)) error {
+	sl := &slot{corr: corr, ch: make(chan reply, 1)}
+	select {
+	case c.queue <- sl:
+	case <-c.done:
+		return net.ErrClosed
+	}
+	start(sl)
+	return nil
+}
+
+var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// encodedLen is the length of req's body as kmsg encodes it.
+func encodedLen(req kmsg.Request) int {
+	bp := encodePool.Get().(*[]byte)
+	b := req.AppendTo((*bp)[:0])
+	n := len(b)
+	if cap(b) <= 1<<20 {
+		*bp = b[:0]
+		encodePool.Put(bp)
+	}
+	return n
+}
+
+// recoverLog is the last line of defence of the per-connection goroutines: a panic is
+// logged with its stack and only the goroutine (and so the connection) ends.
+func recoverLog(log logrus.FieldLogger, where string) {
+	if v := recover(); v != nil {
+		recoverLogValue(log, where, v)
+	}
+}
+
+func recoverLogValue(log logrus.FieldLogger, where string, v any) {
+	log.WithFields(logrus.Fields{"panic": fmt.Sprint(v), "stack": string(debug.Stack())}).Error("recovered panic in " + where)
+}

@@ -1,0 +1,17 @@
+// Package broker owns the Kafka wire server of isrbroker: the TCP listeners, one reader and
+// one in-order writer goroutine per connection, dispatch by API key (one handler file per key,
+// named like kfake's: 00_produce.go, 01_fetch.go, …), and the metadata cache, which is fed
+// only by UpdateMetadata requests from the controller, as in Kafka.
+//
+// The package owns no partition state. Every request body is decoded and every response
+// body encoded by kmsg; data requests go to the replica manager (Replicas), topic creation
+// and deletion go to the ZooKeeper coordinator (Admin). Malformed input (a frame above
+// socket.request.max.bytes, an unknown API key or version, a body kmsg cannot decode,
+// trailing bytes) closes only the connection it came in on; nothing on input panics.
+//
+// Concurrency: the reader of a connection decodes and dispatches requests one after the
+// other; a handler may complete later on another goroutine (an acks=-1 produce parked in
+// the purgatory, a delayed fetch), so requests of one connection overlap, but the writer
+// sends responses strictly in request order. At most maxInFlight requests per connection
+// are outstanding. The metadata cache is a copy-on-write snapshot behind an atomic pointer.
+package broker

@@ -1,0 +1,294 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/rcrowley/go-metrics"
+	"github.com/sirupsen/logrus"
+
+	rm "github.com/isrbroker/isrbroker/replicamanager"
+)
+
+// Listener is one entry of `listeners` (PLAINTEXT://127.0.0.1:9092). Port 0 binds an
+// ephemeral port (tests).
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// Config is the part of server.properties the wire server needs.
+type Config struct {
+	BrokerID                 int32
+	ClusterID                string
+	Listeners                []Listener
+	SocketRequestMaxBytes    int32 // socket.request.max.bytes (104857600)
+	MessageMaxBytes          int32 // message.max.bytes, for information (the log enforces it)
+	AutoCreateTopics         bool  // auto.create.topics.enable
+	NumPartitions            int32 // num.partitions
+	DefaultReplicationFactor int16 // default.replication.factor
+	Registry                 metrics.Registry
+	Log                      logrus.FieldLogger
+}
+
+// Defaults of the Kafka 2.4 broker for the fields above.
+const (
+	DefaultSocketRequestMaxBytes = 104857600
+	// maxInFlight bounds the requests of one connection that are decoded but not yet
+	// answered; the reader stops reading when it is reached.
+	maxInFlight = 64
+)
+
+// Metric names (kafka-zk-reference §8). Consumer fetch bytes and follower fetch bytes are
+// counted apart: replication traffic is not BytesOut.
+const (
+	MetricBytesOut            = "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec"
+	MetricReplicationBytesOut = "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec"
+)
+
+// Server is the Kafka wire server of one broker.
+type Server struct {
+	cfg      Config
+	replicas Replicas
+	admin    Admin
+	log      logrus.FieldLogger
+	cache    *MetadataCache
+
+	ctx    context.Context // cancelled by Close; bounds handler goroutines
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	lns    []boundListener
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // accept loops, connection goroutines, handler goroutines
+
+	bytesOut     metrics.Meter
+	replBytesOut metrics.Meter
+}
+
+type boundListener struct {
+	name string
+	ln   net.Listener
+}
+
+// New returns a server; Listen binds it and Serve runs it.
+func New(cfg Config, replicas Replicas, admin Admin) *Server {
+	if cfg.SocketRequestMaxBytes <= 0 {
+		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = metrics.NewRegistry()
+	}
+	if cfg.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		cfg.Log = l
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:          cfg,
+		replicas:     replicas,
+		admin:        admin,
+		log:          cfg.Log.WithField("broker", cfg.BrokerID),
+		cache:        NewMetadataCache(),
+		ctx:          ctx,
+		cancel:       cancel,
+		conns:        make(map[*conn]struct{}),
+		bytesOut:     metrics.GetOrRegisterMeter(MetricBytesOut, cfg.Registry),
+		replBytesOut: metrics.GetOrRegisterMeter(MetricReplicationBytesOut, cfg.Registry),
+	}
+	return s
+}
+
+// Metadata returns the metadata cache (read-only for everyone but the UpdateMetadata handler).
+func (s *Server) Metadata() *MetadataCache { return s.cache }
+
+// Listen binds every configured listener. It is idempotent.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
+	if len(s.lns) > 0 {
+		return nil
+	}
+	if len(s.cfg.Listeners) == 0 {
+		return errors.New("broker: no listeners configured")
+	}
+	for _, l := range s.cfg.Listeners {
+		addr := net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, b := range s.lns {
+				_ = b.ln.Close()
+			}
+			s.lns = nil
+			return fmt.Errorf("broker: listen %s://%s: %w", l.Name, addr, err)
+		}
+		s.lns = append(s.lns, boundListener{name: l.Name, ln: ln})
+		s.log.WithFields(logrus.Fields{"listener": l.Name, "addr": ln.Addr().String()}).Info("listening")
+	}
+	return nil
+}
+
+// Addrs returns the bound addresses, in the order of Config.Listeners.
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]net.Addr, 0, len(s.lns))
+	for _, b := range s.lns {
+		out = append(out, b.ln.Addr())
+	}
+	return out
+}
+
+// Serve runs the accept loops (binding first if Listen was not called) and returns after
+// Close.
+func (s *Server) Serve() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	lns := append([]boundListener(nil), s.lns...)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.acceptLoop(b)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Server) acceptLoop(b boundListener) {
+	for {
+		nc, err := b.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			s.log.WithError(err).Warn("accept failed")
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(s, nc, b.name)
+		if !s.track(c) {
+			_ = nc.Close()
+			return
+		}
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			c.serve()
+		}()
+	}
+}
+
+// track registers c and accounts for its goroutine; false once the server is closed.
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// goHandler runs fn on its own goroutine, accounted for by Close. Handlers that wait
+// (CreateTopics, DeleteTopics, Metadata with auto-creation) use it so the connection's
+// reader goes on. It returns false (fn not run) once the server is closed.
+func (s *Server) goHandler(log logrus.FieldLogger, fn func()) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer recoverLog(log, "handler")
+		fn()
+	}()
+	return true
+}
+
+// Close stops accepting, closes every connection and waits for the server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	for _, b := range s.lns {
+		_ = b.ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// markFetchBytes counts fetched record bytes: followers (replicaID >= 0) are replication
+// traffic, everything else BytesOut (kafka-zk-reference §10.10).
+func (s *Server) markFetchBytes(replicaID int32, n int) {
+	if n <= 0 {
+		return
+	}
+	if replicaID >= 0 {
+		s.replBytesOut.Mark(int64(n))
+	} else {
+		s.bytesOut.Mark(int64(n))
+	}
+}
+
+// tp is a short constructor for a TopicPartition.
+func tp(topic string, partition int32) rm.TopicPartition {
+	return rm.TopicPartition{Topic: topic, Partition: partition}
+}

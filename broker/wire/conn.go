@@ -1,0 +1,110 @@
+package wire
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Conn is a sequential Kafka-protocol client connection used between brokers: the controller's
+// per-broker request queue and each replica fetcher own one. Requests are issued one at a time;
+// the caller sets each request's version (both sides are isrbroker, so no negotiation is needed).
+type Conn struct {
+	mu        sync.Mutex
+	nc        net.Conn
+	formatter *kmsg.RequestFormatter
+	corr      int32
+	buf       []byte
+	maxFrame  int32
+}
+
+// Dial connects to addr ("host:port"). localAddr, when not empty, binds the outgoing side
+// (fault tests give each broker its own loopback address).
+func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if localAddr != "" {
+		la, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(localAddr, "0"))
+		if err != nil {
+			return nil, err
+		}
+		d.LocalAddr = la
+	}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{nc: nc, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
+}
+
+// Request writes req and waits for its response, honouring ctx's deadline. On any error the
+// connection is closed and must be redialled.
+func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc == nil {
+		return nil, net.ErrClosed
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.nc.SetDeadline(dl)
+	} else {
+		_ = c.nc.SetDeadline(time.Time{})
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.corr++
+	corr := c.corr
+	c.buf = c.formatter.AppendRequest(c.buf[:0], req, corr)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		c.closeLocked()
+		return nil, err
+	}
+	// A fresh buffer per response: kmsg's decoded byte fields (record batches) alias it.
+	frame, err := ReadFrame(c.nc, nil, c.maxFrame)
+	if err != nil {
+		c.closeLocked()
+		return nil, err
+	}
+	if len(frame) < 4 {
+		c.closeLocked()
+		return nil, ErrShortHeader
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		c.closeLocked()
+		return nil, fmt.Errorf("wire: correlation id %d, want %d", got, corr)
+	}
+	body := frame[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && resp.Key() != 18 {
+		if body, err = skipTags(body); err != nil {
+			c.closeLocked()
+			return nil, err
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		c.closeLocked()
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeLocked()
+}
+
+func (c *Conn) closeLocked() error {
+	if c.nc == nil {
+		return nil
+	}
+	err := c.nc.Close()
+	c.nc = nil
+	return err
+}

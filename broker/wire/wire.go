@@ -1,0 +1,142 @@
+// Package wire owns the Kafka protocol framing shared by the broker's server side and by the
+// inter-broker clients (the controller's request queues and the replica fetchers): the 4-byte
+// size prefix, the hand-parsed request header, and a minimal sequential client connection.
+// Every request and response body is encoded and decoded by kmsg; nothing here hand-writes a body.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Sentinel errors for malformed input. A server closes the connection on any of them.
+var (
+	ErrFrameTooLarge = errors.New("wire: frame larger than socket.request.max.bytes")
+	ErrFrameInvalid  = errors.New("wire: invalid frame size")
+	ErrShortHeader   = errors.New("wire: request header truncated")
+)
+
+// ReadFrame reads one size-prefixed frame from r. A size above max or below zero returns
+// ErrFrameTooLarge / ErrFrameInvalid without allocating the claimed size (KAFKA-14063).
+// buf is reused when it is large enough.
+func ReadFrame(r io.Reader, buf []byte, max int32) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 {
+		return nil, ErrFrameInvalid
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// RequestHeader is the request header (v0–v2), parsed by hand as kmsg has no type for it.
+type RequestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// ParseHeader parses the header at the start of a frame and returns it with the body that
+// follows. For flexible requests the header's tagged fields are skipped, so the caller must
+// know whether (key, version) is flexible: flexible reports that, and an unknown key/version
+// is reported as not flexible (the caller answers UNSUPPORTED_VERSION or closes).
+func ParseHeader(frame []byte, flexible func(key, version int16) bool) (RequestHeader, []byte, error) {
+	var h RequestHeader
+	if len(frame) < 8 {
+		return h, nil, ErrShortHeader
+	}
+	h.Key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.Version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	rest := frame[8:]
+	if h.Key == 7 && h.Version == 0 { // ControlledShutdown v0 has no client_id
+		return h, rest, nil
+	}
+	if len(rest) < 2 {
+		return h, nil, ErrShortHeader
+	}
+	l := int16(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if l >= 0 {
+		if int(l) > len(rest) {
+			return h, nil, ErrShortHeader
+		}
+		s := string(rest[:l])
+		h.ClientID = &s
+		rest = rest[l:]
+	} else if l != -1 {
+		return h, nil, ErrShortHeader
+	}
+	if flexible != nil && flexible(h.Key, h.Version) {
+		var err error
+		rest, err = skipTags(rest)
+		if err != nil {
+			return h, nil, err
+		}
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section: uvarint count, then (uvarint tag, uvarint size, bytes).
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, ErrShortHeader
+	}
+	b = b[k:]
+	for i := uint64(0); i < n; i++ {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, ErrShortHeader
+		}
+		b = b[k:]
+		sz, k := binary.Uvarint(b)
+		if k <= 0 || sz > uint64(len(b)-k) {
+			return nil, ErrShortHeader
+		}
+		b = b[k+int(sz):]
+	}
+	return b, nil
+}
+
+// IsFlexible reports whether kmsg considers key at version flexible (KIP-482). Unknown keys
+// report false.
+func IsFlexible(key, version int16) bool {
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return false
+	}
+	req.SetVersion(version)
+	return req.IsFlexible()
+}
+
+// AppendResponse appends a complete size-prefixed response frame to dst: the response header
+// (correlation id, plus an empty tag section when the response is flexible, except ApiVersions
+// whose response header is always v0), then the kmsg-encoded body.
+func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != 18 {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

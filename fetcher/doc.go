@@ -1,0 +1,18 @@
+// Package fetcher owns replica fetching on a follower: the ReplicaFetcherManager (Manager), the
+// fetcher goroutines ("ReplicaFetcherThread-<fetcherId>-<leaderId>"), one per (leader broker,
+// fetcher id), and each partition's fetch state (Truncating → Fetching, fetch offset, current
+// leader epoch, backoff delay). It copies the leader's log as Kafka 2.4 does in ZooKeeper mode
+// (article S15–S23, K1; kafka-zk-reference §4).
+//
+// The fetcher never touches ZooKeeper and never imports zkcoord or replicamanager. It talks to:
+//   - leaders, over the Kafka protocol (Fetch v11, OffsetForLeaderEpoch v3, ListOffsets v5 with
+//     replica_id set), through the small Leader interface; RemoteLeader implements it over
+//     broker/wire.Conn and tests use an in-memory twin;
+//   - the local replica, only through the Local interface, which the replica manager implements.
+//
+// Locking contract for the implementer of Local: a fetcher calls Local's methods while holding
+// its own partition-state lock, so that RemoveFetcherForPartitions returning guarantees no
+// further truncation or append happens for the removed partitions (S14.3). The replica manager
+// must therefore not hold a lock that Local's methods need while it calls
+// AddFetcherForPartitions, RemoveFetcherForPartitions, ShutdownIdleFetcherThreads or Close.
+package fetcher

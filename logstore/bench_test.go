@@ -1,0 +1,53 @@
+package logstore
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// BenchmarkAppend appends 16 KB batches of 1 KB records as leader (no fsync, Kafka's default).
+func BenchmarkAppend(b *testing.B) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 20
+	cfg.RetentionBytes = 256 << 20
+	cfg.RetentionMs = -1
+	l := newTestLog(b, cfg, nil)
+	batch := testBatch{records: 16, valueSize: 1000, baseTs: 1}.build()
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := l.AppendAsLeader(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+		if i%4096 == 4095 { // keep the temp dir bounded
+			if _, err := l.DeleteOldSegments(l.now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRead reads 1 MB from random offsets of a 64 MB log through the offset index.
+func BenchmarkRead(b *testing.B) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 16 << 20
+	l := newTestLog(b, cfg, nil)
+	batch := testBatch{records: 16, valueSize: 1000, baseTs: 1}.build()
+	for i := 0; i < 4096; i++ {
+		if _, err := l.AppendAsLeader(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	rng := rand.New(rand.NewSource(1))
+	b.SetBytes(1 << 20)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		off := rng.Int63n(leo)
+		if _, err := l.Read(off, 1<<20, leo, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+// Package logstore owns the on-disk partition log, laid out like Kafka's (kafka-zk-reference §5, S1):
+// one directory `<topic>-<partition>` per partition holding segments named by their 20-digit base
+// offset (`.log` with record batches stored exactly as received, a sparse `.index` and a
+// `.timeindex`), the per-partition `leader-epoch-checkpoint` (K1), and, per log dir,
+// `meta.properties`, `recovery-point-offset-checkpoint`, `replication-offset-checkpoint`,
+// `log-start-offset-checkpoint` and the `.kafka_cleanshutdown` marker.
+//
+// It owns segment rolling (by size and time), retention (by time and bytes, whole segments,
+// moving the log start offset), flushing (`log.flush.*`; by default never fsync per write:
+// durability comes from replication), recovery after an unclean shutdown (batches past the
+// recovery point are re-validated and a torn or corrupt tail is truncated), and the leader
+// epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication
+// state beyond the numbers the replica manager hands it.
+//
+// Hot paths never decode records: a produce is validated through the v2 batch header and
+// CRC-32C, offsets are assigned by rewriting only the header's baseOffset and
+// partitionLeaderEpoch (both lie before the CRC'd range), and a fetch returns raw stored
+// bytes located through the sparse offset index.
+//
+// Locking (per Log): appendMu serialises every mutation (append, truncation, roll, retention,
+// config); flushMu serialises flushes with structural changes; mu guards the published state
+// (segment list, sizes, in-memory indexes, LEO, log start, epoch cache). Order:
+// appendMu < flushMu < mu. Readers hold only mu.RLock, for the duration of a read, so an append
+// writes its bytes to the file without blocking readers and publishes them under a short lock.
+package logstore

@@ -1,0 +1,130 @@
+package logstore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestEpochCacheAssignTruncate(t *testing.T) {
+	var c epochCache
+	if !c.assign(1, 0) || !c.assign(3, 10) || c.assign(3, 12) || c.assign(2, 20) || c.assign(-1, 30) {
+		t.Fatal("assign must take only epochs above the latest")
+	}
+	if !c.assign(5, 10) { // a start offset at or below the last entry's replaces it
+		t.Fatal("assign(5, 10)")
+	}
+	if got := c.snapshot(); len(got) != 2 || got[1] != (EpochEntry{5, 10}) {
+		t.Fatalf("%+v", got)
+	}
+	c.assign(7, 20)
+	c.truncateFromEnd(20)
+	if got := c.snapshot(); len(got) != 2 || got[1].Epoch != 5 {
+		t.Fatalf("truncateFromEnd: %+v", got)
+	}
+	c.truncateFromStart(15)
+	if got := c.snapshot(); len(got) != 1 || got[0] != (EpochEntry{5, 15}) {
+		t.Fatalf("truncateFromStart: %+v", got)
+	}
+}
+
+func TestEndOffsetForEpoch(t *testing.T) {
+	var c epochCache
+	if e, o := c.endOffsetFor(1, 10); e != -1 || o != -1 {
+		t.Fatalf("empty cache: (%d, %d)", e, o)
+	}
+	c.assign(2, 5)
+	c.assign(4, 10)
+	c.assign(7, 20)
+	const leo = 30
+	cases := []struct{ req, epoch int32; end int64 }{
+		{7, 7, leo}, // latest epoch: the LEO
+		{4, 4, 20},  // next epoch's start
+		{5, 4, 20},  // largest epoch <= 5 is 4 (KIP-279)
+		{6, 4, 20},
+		{2, 2, 10},
+		{3, 2, 10},
+		{1, 1, 5},   // below every epoch: Kafka answers (requested, first start offset)
+		{8, -1, -1}, // above the latest
+		{-1, -1, -1},
+	}
+	for _, tc := range cases {
+		if e, o := c.endOffsetFor(tc.req, leo); e != tc.epoch || o != tc.end {
+			t.Errorf("endOffsetFor(%d) = (%d, %d), want (%d, %d)", tc.req, e, o, tc.epoch, tc.end)
+		}
+	}
+}
+
+// TestK1_KIP279Example replays the constructed example of reliability.md §3: with KIP-101's
+// answer B would keep 1:e2 against A's 1:e1; KIP-279's (epoch, end) answer makes B truncate
+// to 1 and converge.
+func TestK1_KIP279Example(t *testing.T) {
+	a := newTestLog(t, testConfig(), nil)
+	b := newTestLog(t, testConfig(), nil)
+	// (1) A leads e1 and writes 0:e1 and 1:e1; only 0 reaches B.
+	a.AssignEpochStartOffset(1, a.LogEndOffset())
+	mustAppend(t, a, testBatch{records: 1}.build(), 1)
+	mustAppend(t, a, testBatch{records: 1}.build(), 1)
+	first, _ := a.Read(0, 1<<20, 1, false)
+	if _, err := b.AppendAsFollower(first); err != nil {
+		t.Fatal(err)
+	}
+	// (2) B leads e2 and writes 1:e2 and 2:e2.
+	b.AssignEpochStartOffset(2, b.LogEndOffset())
+	mustAppend(t, b, testBatch{records: 1}.build(), 2)
+	mustAppend(t, b, testBatch{records: 1}.build(), 2)
+	// (3) B dies; A is uncleanly elected for e3 and writes 2:e3.
+	a.AssignEpochStartOffset(3, a.LogEndOffset())
+	mustAppend(t, a, testBatch{records: 1}.build(), 3)
+	// (4) B asks A for the end of its latest epoch, e2.
+	latest, _ := b.LatestEpoch()
+	epoch, end := a.EndOffsetForEpoch(latest)
+	if epoch != 1 || end != 2 {
+		t.Fatalf("A answers (%d, %d), want (1, 2)", epoch, end)
+	}
+	// B does not hold epoch 2 on A's side: it takes its own end for epoch 1 and truncates.
+	_, ownEnd := b.EndOffsetForEpoch(epoch)
+	target := min(end, ownEnd, b.LogEndOffset())
+	if target != 1 {
+		t.Fatalf("truncation target %d", target)
+	}
+	if err := b.TruncateTo(target); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := a.Read(b.LogEndOffset(), 1<<20, a.LogEndOffset(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AppendAsFollower(rest); err != nil {
+		t.Fatal(err)
+	}
+	all := func(l *Log) []byte { d, _ := l.Read(0, 1<<20, l.LogEndOffset(), false); return d }
+	if !bytes.Equal(all(a), all(b)) {
+		t.Fatal("replicas diverge after KIP-279 truncation")
+	}
+	if ea, eb := a.EpochEntries(), b.EpochEntries(); len(ea) != len(eb) || eb[len(eb)-1] != (EpochEntry{3, 2}) {
+		t.Fatalf("epoch caches A %+v B %+v", ea, eb)
+	}
+}
+
+func TestLeaderEpochCheckpointPersisted(t *testing.T) {
+	l := newTestLog(t, testConfig(), nil)
+	l.AssignEpochStartOffset(3, 0)
+	mustAppend(t, l, testBatch{records: 4}.build(), 3)
+	l.AssignEpochStartOffset(5, 4)
+	data, err := os.ReadFile(filepath.Join(l.Dir(), leaderEpochCheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != "0\n2\n3 0\n5 4\n" {
+		t.Fatalf("leader-epoch-checkpoint:\n%s", data)
+	}
+	if err := l.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(filepath.Join(l.Dir(), leaderEpochCheckpointFile))
+	if string(data) != "0\n0\n" {
+		t.Fatalf("after truncation:\n%s", data)
+	}
+}

@@ -1,0 +1,517 @@
+package logstore
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Manager owns the log dirs and every partition log in them (Kafka's LogManager).
+type Manager struct {
+	dirs     []string
+	brokerID int32
+	defaults Config
+	log      logrus.FieldLogger
+
+	clockMu sync.RWMutex
+	clock   func() time.Time
+
+	mu        sync.RWMutex
+	logs      map[TopicPartition]*Log
+	dirOf     map[TopicPartition]string
+	hw        map[TopicPartition]int64 // last HW checkpointed per partition
+	initialHW map[TopicPartition]int64 // as read at Open
+	closed    bool
+
+	checkpointMu sync.Mutex // serialises checkpoint file writes
+}
+
+// Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
+// `<topic>-<partition>` dir (removing `-delete` dirs), recovers after an unclean shutdown (no
+// `.kafka_cleanshutdown` marker: batches past the recovery point are re-validated and torn or
+// corrupt tails truncated), removes the marker once loaded, and reads the checkpoints.
+func Open(dirs []string, brokerID int32, defaults Config, log logrus.FieldLogger) (*Manager, error) {
+	return openManager(dirs, brokerID, defaults, log, time.Now)
+}
+
+func openManager(dirs []string, brokerID int32, defaults Config, log logrus.FieldLogger, now func() time.Time) (*Manager, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("logstore: no log dirs configured")
+	}
+	if log == nil {
+		l := logrus.New()
+		l.Out = discard{}
+		log = l
+	}
+	m := &Manager{
+		dirs:      append([]string(nil), dirs...),
+		brokerID:  brokerID,
+		defaults:  defaults.sanitized(),
+		log:       log.WithField("broker", brokerID),
+		clock:     now,
+		logs:      map[TopicPartition]*Log{},
+		dirOf:     map[TopicPartition]string{},
+		hw:        map[TopicPartition]int64{},
+		initialHW: map[TopicPartition]int64{},
+	}
+	for _, dir := range m.dirs {
+		if err := m.loadDir(dir); err != nil {
+			for _, l := range m.logs {
+				l.Close()
+			}
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) now() time.Time {
+	m.clockMu.RLock()
+	defer m.clockMu.RUnlock()
+	return m.clock()
+}
+
+// setClock replaces the clock (tests).
+func (m *Manager) setClock(now func() time.Time) {
+	m.clockMu.Lock()
+	m.clock = now
+	m.clockMu.Unlock()
+}
+
+func (m *Manager) loadDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("logstore: creating log dir: %w", err)
+	}
+	if err := checkMetaProperties(dir, m.brokerID); err != nil {
+		return err
+	}
+	dlog := m.log.WithField("logDir", dir)
+	marker := filepath.Join(dir, cleanShutdownFile)
+	clean := fileExists(marker)
+	if !clean {
+		dlog.Info("no clean shutdown marker: recovering logs past their recovery points")
+	}
+	recovery, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointCheckpointFile))
+	if err != nil {
+		dlog.WithError(err).Warn("unreadable recovery-point-offset-checkpoint; recovering every segment")
+		recovery = nil
+		clean = false
+	}
+	starts, err := readOffsetCheckpoint(filepath.Join(dir, logStartCheckpointFile))
+	if err != nil {
+		dlog.WithError(err).Warn("unreadable log-start-offset-checkpoint; log start offsets come from the segments")
+		starts = nil
+	}
+	hws, err := readOffsetCheckpoint(filepath.Join(dir, replicationCheckpointFile))
+	if err != nil {
+		dlog.WithError(err).Warn("unreadable replication-offset-checkpoint; high watermarks unknown")
+		hws = nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		full := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "-delete") {
+			dlog.WithField("dir", name).Info("removing partition dir left over from a deletion")
+			os.RemoveAll(full)
+			continue
+		}
+		if strings.HasSuffix(name, "-future") {
+			continue
+		}
+		tp, ok := parseTopicPartitionDir(name)
+		if !ok {
+			dlog.WithField("dir", name).Warn("ignoring a directory that is not <topic>-<partition>")
+			continue
+		}
+		if other, dup := m.dirOf[tp]; dup {
+			return fmt.Errorf("logstore: duplicate log directories for %s-%d: %s and %s", tp.Topic, tp.Partition, other, dir)
+		}
+		rp, hasRP := recovery[tp]
+		if !hasRP {
+			rp = 0
+		}
+		ls, ok := starts[tp]
+		if !ok {
+			ls = -1
+		}
+		hw, ok := hws[tp]
+		if !ok {
+			hw = -1
+		}
+		l, err := openLog(loadParams{
+			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
+			clean: clean, log: m.log, now: m.now,
+		})
+		if err != nil {
+			return fmt.Errorf("logstore: loading %s: %w", full, err)
+		}
+		m.logs[tp] = l
+		m.dirOf[tp] = dir
+		if hw >= 0 {
+			m.hw[tp] = hw
+			m.initialHW[tp] = hw
+		}
+	}
+	if clean {
+		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseTopicPartitionDir splits `<topic>-<partition>` at the last dash.
+func parseTopicPartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || validTopic(name[:i]) != nil {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// validTopic applies Kafka's topic name rule ([a-zA-Z0-9._-], 1..249, not "." or ".."), which
+// also keeps names safe as directory names and checkpoint fields.
+func validTopic(t string) error {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return fmt.Errorf("logstore: illegal topic name %q", t)
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("logstore: illegal character %q in topic name %q", c, t)
+		}
+	}
+	return nil
+}
+
+// checkMetaProperties reads meta.properties (Java properties: version=0, broker.id=N,
+// optional cluster.id) and fails on a broker.id mismatch; it writes the file if absent.
+func checkMetaProperties(dir string, brokerID int32) error {
+	path := filepath.Join(dir, metaPropertiesFile)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		content := fmt.Sprintf("#\n#%s\nversion=0\nbroker.id=%d\n", time.Now().UTC().Format(time.UnixDate), brokerID)
+		return writeFileAtomic(path, []byte(content))
+	}
+	if err != nil {
+		return err
+	}
+	props := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			k, v, ok = strings.Cut(line, ":")
+		}
+		if ok {
+			props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	if v, ok := props["version"]; ok && v != "0" {
+		return fmt.Errorf("logstore: %s: unsupported meta.properties version %s", path, v)
+	}
+	if v, ok := props["broker.id"]; ok {
+		stored, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("logstore: %s: malformed broker.id %q", path, v)
+		}
+		if int32(stored) != brokerID {
+			return fmt.Errorf("logstore: configured broker.id %d doesn't match stored broker.id %d in %s", brokerID, stored, path)
+		}
+	}
+	return nil
+}
+
+// Get returns the log of tp, or nil.
+func (m *Manager) Get(tp TopicPartition) *Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp]
+}
+
+// GetOrCreate returns the log of tp, creating it (empty, at offset 0) in the log dir holding
+// the fewest partitions.
+func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
+	if l := m.Get(tp); l != nil {
+		return l, nil
+	}
+	if err := validTopic(tp.Topic); err != nil {
+		return nil, err
+	}
+	if tp.Partition < 0 {
+		return nil, fmt.Errorf("logstore: illegal partition %d", tp.Partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l := m.logs[tp]; l != nil {
+		return l, nil
+	}
+	counts := map[string]int{}
+	for _, d := range m.dirOf {
+		counts[d]++
+	}
+	dir := m.dirs[0]
+	for _, d := range m.dirs[1:] {
+		if counts[d] < counts[dir] {
+			dir = d
+		}
+	}
+	l, err := openLog(loadParams{
+		tp: tp, dir: filepath.Join(dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfg,
+		recoveryPoint: 0, logStart: -1, hw: -1, clean: true, log: m.log, now: m.now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		l.Close()
+		return nil, err
+	}
+	m.logs[tp] = l
+	m.dirOf[tp] = dir
+	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "logDir": dir}).Info("created log")
+	return l, nil
+}
+
+// All returns a snapshot of every log.
+func (m *Manager) All() map[TopicPartition]*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[TopicPartition]*Log, len(m.logs))
+	for tp, l := range m.logs {
+		out[tp] = l
+	}
+	return out
+}
+
+// Delete closes the log of tp, renames its dir to `<t>-<p>.<uuid>-delete` and removes it
+// after file.delete.delay.ms (StopReplica with delete, topic deletion). Absent logs are a no-op.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	if l == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	delete(m.logs, tp)
+	delete(m.dirOf, tp)
+	delete(m.hw, tp)
+	m.mu.Unlock()
+	delay := l.Config().FileDeleteDelay
+	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		m.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Warn("closing log before deletion")
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return err
+	}
+	target := fmt.Sprintf("%s.%s-delete", l.Dir(), hex.EncodeToString(id[:]))
+	if err := os.Rename(l.Dir(), target); err != nil {
+		return fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err)
+	}
+	syncDir(filepath.Dir(target))
+	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("scheduled log for deletion")
+	remove := func() { os.RemoveAll(target) }
+	if delay <= 0 {
+		remove()
+	} else {
+		time.AfterFunc(delay, remove)
+	}
+	return nil
+}
+
+// HighWatermarks returns the HWs read from replication-offset-checkpoint at Open.
+func (m *Manager) HighWatermarks() map[TopicPartition]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[TopicPartition]int64, len(m.initialHW))
+	for tp, hw := range m.initialHW {
+		out[tp] = hw
+	}
+	return out
+}
+
+// CheckpointHighWatermarks writes replication-offset-checkpoint in each dir for its logs.
+// Partitions absent from hw keep their last checkpointed value. The HWs also bound retention.
+func (m *Manager) CheckpointHighWatermarks(hw map[TopicPartition]int64) error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	m.mu.Lock()
+	for tp, v := range hw {
+		if l := m.logs[tp]; l != nil {
+			m.hw[tp] = v
+			l.SetHighWatermark(v)
+		}
+	}
+	perDir := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) {
+		v, ok := m.hw[tp]
+		return v, ok
+	})
+	m.mu.Unlock()
+	return m.writePerDir(replicationCheckpointFile, perDir)
+}
+
+// perDir builds one checkpoint map per log dir (m.mu held).
+func (m *Manager) perDir(value func(TopicPartition, *Log) (int64, bool)) map[string]map[TopicPartition]int64 {
+	out := make(map[string]map[TopicPartition]int64, len(m.dirs))
+	for _, d := range m.dirs {
+		out[d] = map[TopicPartition]int64{}
+	}
+	for tp, l := range m.logs {
+		if v, ok := value(tp, l); ok {
+			out[m.dirOf[tp]][tp] = v
+		}
+	}
+	return out
+}
+
+func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]int64) error {
+	var first error
+	for dir, entries := range perDir {
+		if err := writeOffsetCheckpoint(filepath.Join(dir, file), entries); err != nil {
+			m.log.WithError(err).WithField("logDir", dir).Errorf("writing %s", file)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// Checkpoint writes recovery-point-offset-checkpoint and log-start-offset-checkpoint.
+func (m *Manager) Checkpoint() error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	m.mu.RLock()
+	type st struct{ rp, ls int64 }
+	states := make(map[TopicPartition]st, len(m.logs))
+	for tp, l := range m.logs {
+		rp, ls, _ := l.checkpointState()
+		states[tp] = st{rp, ls}
+	}
+	recovery := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].rp, true })
+	starts := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].ls, true })
+	m.mu.RUnlock()
+	err := m.writePerDir(recoveryPointCheckpointFile, recovery)
+	if err2 := m.writePerDir(logStartCheckpointFile, starts); err == nil {
+		err = err2
+	}
+	return err
+}
+
+// RunBackground runs retention every retentionCheck (log.retention.check.interval.ms),
+// time-based flushes (log.flush.interval.ms) and the recovery-point / log-start checkpoints
+// every checkpointInterval, until ctx is done. A non-positive interval disables its task.
+func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointInterval time.Duration) {
+	tick := func(d time.Duration) (<-chan time.Time, func()) {
+		if d <= 0 {
+			return nil, func() {}
+		}
+		t := time.NewTicker(d)
+		return t.C, t.Stop
+	}
+	retC, stop1 := tick(retentionCheck)
+	defer stop1()
+	cpC, stop2 := tick(checkpointInterval)
+	defer stop2()
+	flushEvery := time.Second
+	if fi := m.defaults.FlushInterval; fi > 0 && fi < flushEvery {
+		flushEvery = fi
+	}
+	flushC, stop3 := tick(flushEvery)
+	defer stop3()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retC:
+			m.runRetention()
+		case <-cpC:
+			if err := m.Checkpoint(); err != nil {
+				m.log.WithError(err).Warn("writing offset checkpoints")
+			}
+		case <-flushC:
+			now := m.now()
+			for _, l := range m.All() {
+				if err := l.maybeTimeFlush(now); err != nil && !errors.Is(err, ErrClosed) {
+					l.log.WithError(err).Warn("time-based flush")
+				}
+			}
+		}
+	}
+}
+
+// runRetention applies DeleteOldSegments to every log.
+func (m *Manager) runRetention() {
+	now := m.now()
+	for _, l := range m.All() {
+		if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrClosed) {
+			l.log.WithError(err).Warn("retention")
+		}
+	}
+}
+
+// Close flushes and closes every log, writes the checkpoints, and, if all of that
+// succeeded, writes `.kafka_cleanshutdown` in each dir so the next Open skips recovery.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	m.closed = true
+	logs := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		logs = append(logs, l)
+	}
+	m.mu.Unlock()
+	var first error
+	for _, l := range logs {
+		if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) && first == nil {
+			first = err
+		}
+	}
+	if err := m.Checkpoint(); err != nil && first == nil {
+		first = err
+	}
+	if err := m.CheckpointHighWatermarks(nil); err != nil && first == nil {
+		first = err
+	}
+	if first != nil {
+		return first
+	}
+	for _, dir := range m.dirs {
+		if err := writeFileAtomic(filepath.Join(dir, cleanShutdownFile), nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,369 @@
+// Command isrbroker is a message broker that speaks the Apache Kafka wire protocol, is
+// coordinated by Apache ZooKeeper and replicates partitions like Kafka 2.4 in ZooKeeper mode.
+//
+// main owns the command line (urfave/cli/v2) and the wiring of the packages: it parses
+// server.properties (broker/config), constructs the log layer, the ZooKeeper coordinator,
+// the replica manager and the wire server in that order, and stops them in reverse order on
+// SIGTERM/SIGINT.
+//
+//	isrbroker broker --config server.properties [--override key=value]...
+//	isrbroker broker server.properties --override key=value   (kafka-server-start.sh style)
+//	isrbroker version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	metrics "github.com/rcrowley/go-metrics"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/isrbroker/isrbroker/broker"
+	"github.com/isrbroker/isrbroker/broker/config"
+	"github.com/isrbroker/isrbroker/broker/metricsexport"
+	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/replicamanager"
+	"github.com/isrbroker/isrbroker/zkcoord"
+)
+
+// Version is the isrbroker version; set with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// KafkaVersion is the Kafka release whose ZooKeeper-mode behaviour isrbroker follows.
+const KafkaVersion = "2.4"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit status. A failure prints exactly one
+// line, "isrbroker: ...", to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(ctx, stdout, stderr)
+	if err := app.Run(args); err != nil {
+		fmt.Fprintf(stderr, "isrbroker: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func newApp(ctx context.Context, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:    "isrbroker",
+		Usage:   "a Kafka-protocol message broker replicating like Kafka " + KafkaVersion + " in ZooKeeper mode",
+		Version: Version,
+		Writer:  stdout,
+		// Flag errors print usage to stdout; the one-line error goes to stderr from run.
+		ErrWriter: stdout,
+		// --override values keep their commas (listeners=A://h:1,B://h:2).
+		DisableSliceFlagSeparator: true,
+		// Never os.Exit from inside the library: run prints the error and chooses the status.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Commands: []*cli.Command{
+			{
+				Name:      "broker",
+				Usage:     "run a broker",
+				ArgsUsage: "[server.properties] [--override key=value]...",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "path of server.properties (Kafka 2.4 broker settings)"},
+					&cli.StringSliceFlag{Name: "override", Usage: "set a property after the file: key=value (repeatable)"},
+					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error"},
+				},
+				Action: func(c *cli.Context) error { return brokerCommand(ctx, c, stderr) },
+			},
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintf(stdout, "isrbroker %s (Kafka %s protocol and replication, ZooKeeper mode)\n", Version, KafkaVersion)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// brokerArgs resolves the config path and overrides from flags and, like
+// kafka-server-start.sh, from positional arguments: "server.properties --override k=v".
+func brokerArgs(c *cli.Context) (string, []string, error) {
+	path := c.String("config")
+	overrides := append([]string(nil), c.StringSlice("override")...)
+	rest := c.Args().Slice()
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--override" || a == "-override":
+			if i+1 >= len(rest) {
+				return "", nil, errors.New("--override needs key=value")
+			}
+			overrides = append(overrides, rest[i+1])
+			i++
+		case strings.HasPrefix(a, "--override=") || strings.HasPrefix(a, "-override="):
+			overrides = append(overrides, a[strings.IndexByte(a, '=')+1:])
+		case path == "" && !strings.HasPrefix(a, "-"):
+			path = a
+		default:
+			return "", nil, fmt.Errorf("unexpected argument %q", a)
+		}
+	}
+	if path == "" {
+		return "", nil, errors.New("no config file: use --config server.properties")
+	}
+	return path, overrides, nil
+}
+
+func newLogger(out io.Writer, level string) (*logrus.Logger, error) {
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q", level)
+	}
+	l := logrus.New()
+	l.SetOutput(out)
+	l.SetLevel(lvl)
+	l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
+	return l, nil
+}
+
+func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) error {
+	path, overrides, err := brokerArgs(c)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, c.String("log-level"))
+	if err != nil {
+		return err
+	}
+	cfg, warnings, err := config.Load(path, overrides)
+	if err != nil {
+		return err
+	}
+	log := logger.WithField("broker", cfg.BrokerID)
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	b, err := startBroker(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		// A second signal while stopping kills the process the default way.
+		stop()
+		log.Info("shutting down")
+	case serveErr = <-b.serveErr:
+		log.WithError(serveErr).Error("wire server stopped; shutting down")
+	}
+	b.shutdown()
+	if serveErr != nil {
+		return fmt.Errorf("wire server: %w", serveErr)
+	}
+	log.Info("shut down cleanly")
+	return nil
+}
+
+// LogConfig is the broker-wide log configuration (topic configs override it per topic).
+func LogConfig(cfg *config.Config) logstore.Config {
+	return logstore.Config{
+		SegmentBytes:          int64(cfg.LogSegmentBytes),
+		SegmentMs:             cfg.LogRoll(),
+		RetentionMs:           cfg.LogRetentionMs,
+		RetentionBytes:        cfg.LogRetentionBytes,
+		IndexIntervalBytes:    cfg.LogIndexIntervalBytes,
+		MaxMessageBytes:       cfg.MessageMaxBytes,
+		FlushIntervalMessages: cfg.LogFlushIntervalMessages,
+		FlushInterval:         cfg.LogFlushInterval(),
+		FileDeleteDelay:       cfg.FileDeleteDelay,
+	}
+}
+
+// runningBroker holds the started components for the reverse-order shutdown.
+type runningBroker struct {
+	log      logrus.FieldLogger
+	logs     *logstore.Manager
+	zk       *zkcoord.Coordinator
+	rmgr     *replicamanager.ReplicaManager
+	srv      *broker.Server
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+	serveErr chan error
+	metrics  net.Addr // bound metrics address, nil when disabled
+}
+
+// startBroker constructs and starts everything. On error whatever was started is stopped
+// again and the error says which step failed.
+func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ *runningBroker, err error) {
+	reg := metrics.NewRegistry()
+	bgCtx, bgCancel := context.WithCancel(context.Background())
+	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			b.shutdown()
+		}
+	}()
+
+	// The metrics port is bound first so that a taken port is a start-up error.
+	if cfg.MetricsListen != "" {
+		ln, lerr := net.Listen("tcp", cfg.MetricsListen)
+		if lerr != nil {
+			return nil, fmt.Errorf("metrics.listen %s: %w", cfg.MetricsListen, lerr)
+		}
+		b.metrics = ln.Addr()
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			if serr := metricsexport.ServeListener(bgCtx, ln, reg); serr != nil {
+				log.WithError(serr).Error("metrics endpoint stopped")
+			}
+		}()
+		log.WithField("addr", ln.Addr().String()).Info("serving Prometheus metrics at /metrics")
+	}
+
+	logCfg := LogConfig(cfg)
+	b.logs, err = logstore.Open(cfg.LogDirs, cfg.BrokerID, logCfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("log.dirs %s: %w", strings.Join(cfg.LogDirs, ","), err)
+	}
+
+	endpoints := make([]zkcoord.Endpoint, 0, len(cfg.AdvertisedListeners))
+	for _, l := range cfg.AdvertisedListeners {
+		endpoints = append(endpoints, zkcoord.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+	}
+	// The coordinator reports every (re-)registration's broker epoch (KIP-380); the replica
+	// manager is built after the coordinator, so the callback goes through a pointer.
+	var rmgrRef atomic.Pointer[replicamanager.ReplicaManager]
+	b.zk, err = zkcoord.Connect(ctx, zkcoord.Config{
+		Connect:                 cfg.ZookeeperConnect,
+		SessionTimeout:          cfg.ZookeeperSessionTimeout,
+		ConnectionTimeout:       cfg.ZookeeperConnectionTimeout,
+		BrokerID:                cfg.BrokerID,
+		Endpoints:               endpoints,
+		Rack:                    cfg.BrokerRack,
+		InterBrokerListener:     cfg.InterBrokerListenerName,
+		ControllerSocketTimeout: cfg.ControllerSocketTimeout,
+		UncleanLeaderElection:   cfg.UncleanLeaderElectionEnable,
+		DeleteTopicEnable:       cfg.DeleteTopicEnable,
+		Registry:                reg,
+		OnBrokerEpoch: func(e int64) {
+			if r := rmgrRef.Load(); r != nil {
+				r.SetBrokerEpoch(e)
+			}
+		},
+		Log: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper.connect %s: %w", cfg.ZookeeperConnect, err)
+	}
+
+	b.rmgr = replicamanager.New(replicamanager.Config{
+		BrokerID:                        cfg.BrokerID,
+		ReplicaLagTimeMax:               cfg.ReplicaLagTimeMax,
+		MinInsyncReplicas:               cfg.MinInsyncReplicas,
+		HighWatermarkCheckpointInterval: cfg.ReplicaHighWatermarkCheckpointInterval,
+		NumReplicaFetchers:              cfg.NumReplicaFetchers,
+		ReplicaFetchWaitMax:             cfg.ReplicaFetchWaitMax,
+		ReplicaFetchMinBytes:            cfg.ReplicaFetchMinBytes,
+		ReplicaFetchMaxBytes:            cfg.ReplicaFetchMaxBytes,
+		ReplicaFetchResponseMaxBytes:    cfg.ReplicaFetchResponseMaxBytes,
+		ReplicaFetchBackoff:             cfg.ReplicaFetchBackoff,
+		ReplicaSocketTimeout:            cfg.ReplicaSocketTimeout,
+		RequestTimeout:                  cfg.RequestTimeout,
+		UncleanLeaderElection:           cfg.UncleanLeaderElectionEnable,
+		LocalAddr:                       "",
+		LogDefaults:                     logCfg,
+		Registry:                        reg,
+		Log:                             log,
+	}, b.logs, b.zk)
+	rmgrRef.Store(b.rmgr)
+
+	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
+	for _, l := range cfg.Listeners {
+		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+	}
+	b.srv = broker.New(broker.Config{
+		BrokerID:                 cfg.BrokerID,
+		ClusterID:                b.zk.ClusterID(),
+		Listeners:                listeners,
+		SocketRequestMaxBytes:    cfg.SocketRequestMaxBytes,
+		MessageMaxBytes:          cfg.MessageMaxBytes,
+		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
+		NumPartitions:            cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		Registry:                 reg,
+		Log:                      log,
+	}, b.rmgr, b.zk)
+	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
+	md := b.srv.Metadata()
+	b.rmgr.SetKnownPartition(func(tp replicamanager.TopicPartition) bool {
+		_, ok := md.Partition(tp.Topic, tp.Partition)
+		return ok
+	})
+
+	if err = b.srv.Listen(); err != nil {
+		return nil, err
+	}
+	go func() { b.serveErr <- b.srv.Serve() }()
+	b.rmgr.Start()
+
+	epoch, err := b.zk.Register(ctx)
+	if err != nil {
+		if errors.Is(err, zkcoord.ErrBrokerIDInUse) {
+			return nil, fmt.Errorf("broker.id %d is registered in ZooKeeper by another live broker", cfg.BrokerID)
+		}
+		return nil, fmt.Errorf("registering broker.id %d in ZooKeeper: %w", cfg.BrokerID, err)
+	}
+	b.rmgr.SetBrokerEpoch(epoch)
+	b.zk.StartController()
+
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		b.logs.RunBackground(bgCtx, cfg.LogRetentionCheckInterval, cfg.LogFlushOffsetCheckpointInterval)
+	}()
+	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterID": b.zk.ClusterID()}).Info("broker started")
+	return b, nil
+}
+
+// shutdown stops the components in reverse order of start: wire server, replica manager
+// (fetchers, delayed operations, HW checkpoint), ZooKeeper session (the registration and any
+// controller znode vanish), background log tasks, then the logs, whose Close writes the
+// clean-shutdown marker.
+func (b *runningBroker) shutdown() {
+	if b.srv != nil {
+		if err := b.srv.Close(); err != nil {
+			b.log.WithError(err).Warn("closing the wire server")
+		}
+	}
+	if b.rmgr != nil {
+		b.rmgr.Shutdown()
+	}
+	if b.zk != nil {
+		if err := b.zk.Close(); err != nil {
+			b.log.WithError(err).Warn("closing the ZooKeeper session")
+		}
+	}
+	b.bgCancel()
+	b.bg.Wait()
+	if b.logs != nil {
+		if err := b.logs.Close(); err != nil {
+			b.log.WithError(err).Error("closing the logs")
+		}
+	}
+}

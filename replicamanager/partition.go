@@ -1,0 +1,351 @@
+package replicamanager
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore"
+)
+
+// followerState is the leader's view of one remote replica (kafka-zk-reference §3).
+type followerState struct {
+	leo                int64 // -1 until the follower's first fetch in this leader epoch
+	logStartOffset     int64
+	lastCaughtUpTime   time.Time
+	lastFetchLeaderLEO int64
+	lastFetchTime      time.Time
+}
+
+// Partition is one hosted replica (S13): a leader or a follower of its partition.
+type Partition struct {
+	tp  TopicPartition
+	rm  *ReplicaManager
+	log *logstore.Log
+
+	mu                     sync.RWMutex // Kafka's leaderIsrUpdateLock
+	leaderID               int32        // -1: none known
+	leaderEpoch            int32        // -1 before the first LeaderAndIsr
+	leaderEpochStartOffset int64        // LEO when this broker became leader (K4)
+	controllerEpoch        int32        // epoch of the controller that elected the current leader (K3)
+	zkVersion              int32        // version of the partition state znode, for the ISR CAS (K3)
+	assigned               []int32      // AR (S6)
+	isr                    []int32      // leader only; a follower does not track the ISR
+	hw                     int64        // high watermark (S7)
+	followers              map[int32]*followerState
+	cfg                    topicConfig
+}
+
+func (p *Partition) logger() *logrus.Entry {
+	return p.rm.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition, "leaderEpoch": p.leaderEpoch})
+}
+
+func (p *Partition) isLeaderLocked() bool { return p.leaderID == p.rm.cfg.BrokerID }
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.isLeaderLocked()
+}
+
+// makeLeader applies a LeaderAndIsr naming this broker leader (S14's counterpart, makeLeaders).
+// It records (epoch → LEO) in the leader epoch cache (K1), resets follower states
+// (lastCaughtUpTime = now for ISR members, zero for the others) and may move the HW.
+// It returns true when this broker was not already the leader at this epoch.
+func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	wasLeader := p.isLeaderLocked() && p.leaderEpoch == st.LeaderEpoch
+	p.controllerEpoch = st.ControllerEpoch
+	p.assigned = slices.Clone(st.Replicas)
+	p.isr = slices.Clone(st.ISR)
+	p.zkVersion = st.ZkVersion
+	if !wasLeader {
+		leo := p.log.LogEndOffset()
+		p.leaderEpoch = st.LeaderEpoch
+		p.leaderEpochStartOffset = leo
+		p.log.AssignEpochStartOffset(st.LeaderEpoch, leo)
+		p.followers = make(map[int32]*followerState)
+		for _, r := range st.Replicas {
+			if r == p.rm.cfg.BrokerID {
+				continue
+			}
+			fs := &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			if slices.Contains(st.ISR, r) {
+				fs.lastCaughtUpTime = now
+			}
+			p.followers[r] = fs
+		}
+	} else {
+		for _, r := range st.Replicas {
+			if r != p.rm.cfg.BrokerID && p.followers[r] == nil {
+				p.followers[r] = &followerState{leo: -1, lastFetchLeaderLEO: -1}
+			}
+		}
+	}
+	p.leaderID = p.rm.cfg.BrokerID
+	p.maybeIncrementHWLocked(now)
+	p.logger().WithFields(logrus.Fields{"isr": p.isr, "replicas": p.assigned, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("became leader")
+	return !wasLeader
+}
+
+// makeFollower applies a LeaderAndIsr naming another broker leader (S14.2). It returns false only
+// when the leader and the leader epoch are both unchanged (KIP-320 rule, kafka-zk-reference §4), so
+// every epoch bump restarts the fetcher in Truncating state.
+func (p *Partition) makeFollower(st PartitionState) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	unchanged := p.leaderID == st.Leader && p.leaderEpoch == st.LeaderEpoch
+	p.controllerEpoch = st.ControllerEpoch
+	p.assigned = slices.Clone(st.Replicas)
+	p.isr = nil // S14.2: a follower does not maintain the ISR
+	p.zkVersion = st.ZkVersion
+	p.leaderEpoch = st.LeaderEpoch
+	p.leaderID = st.Leader
+	p.followers = nil
+	if !unchanged {
+		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("became follower")
+	}
+	return !unchanged
+}
+
+// checkLeaderEpoch validates a client's current_leader_epoch (KIP-320): -1 skips the check.
+func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
+	switch {
+	case current < 0 || current == p.leaderEpoch:
+		return 0
+	case current < p.leaderEpoch:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+// appendAsLeader appends a produce's batches (architecture: produce path step 2–3). For acks=-1 an
+// ISR smaller than min.insync.replicas rejects the write before anything is appended (K2).
+func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int16) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeaderLocked() {
+		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
+	}
+	if acks == -1 && len(p.isr) < p.cfg.minInsyncReplicas {
+		p.logger().WithFields(logrus.Fields{"isr": p.isr, "minIsr": p.cfg.minInsyncReplicas}).Warn("rejecting acks=all produce: ISR below min.insync.replicas")
+		return logstore.AppendInfo{}, kerr.NotEnoughReplicas.Code
+	}
+	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
+	if err != nil {
+		return info, logErrorCode(err)
+	}
+	p.maybeIncrementHWLocked(now)
+	return info, 0
+}
+
+// logErrorCode maps logstore sentinels to Kafka error codes (the one protocol error table is kerr).
+func logErrorCode(err error) int16 {
+	switch {
+	case errors.Is(err, logstore.ErrCorruptMessage):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, logstore.ErrMessageTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, logstore.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, logstore.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	default:
+		return kerr.KafkaStorageError.Code
+	}
+}
+
+// maybeIncrementHWLocked moves the HW to the smallest LEO among the leader and every follower that
+// is in the ISR or caught up within replica.lag.time.max.ms (S7, K4 / KAFKA-4485). The HW never
+// goes down. It returns true when the HW moved.
+func (p *Partition) maybeIncrementHWLocked(now time.Time) bool {
+	if !p.isLeaderLocked() {
+		return false
+	}
+	newHW := p.log.LogEndOffset()
+	for id, fs := range p.followers {
+		inIsr := slices.Contains(p.isr, id)
+		caughtUp := !fs.lastCaughtUpTime.IsZero() && now.Sub(fs.lastCaughtUpTime) <= p.rm.cfg.ReplicaLagTimeMax
+		if inIsr || caughtUp {
+			if fs.leo < newHW {
+				newHW = fs.leo
+			}
+		}
+	}
+	if newHW > p.hw {
+		p.hw = newHW
+		return true
+	}
+	return false
+}
+
+// updateFollowerFetchState records a follower fetch at fetchOffset (its LEO), applying the
+// lastCaughtUpTime rule of kafka-zk-reference §3, then tries to expand the ISR (K4) and move the
+// HW. leaderLEO is the leader's LEO when the fetch was read. It returns whether the HW moved.
+func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogStart, leaderLEO int64, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeaderLocked() {
+		return false
+	}
+	fs := p.followers[id]
+	if fs == nil {
+		return false // not an assigned replica
+	}
+	if fetchOffset >= leaderLEO {
+		if now.After(fs.lastCaughtUpTime) {
+			fs.lastCaughtUpTime = now
+		}
+	} else if fs.lastFetchLeaderLEO >= 0 && fetchOffset >= fs.lastFetchLeaderLEO {
+		if fs.lastFetchTime.After(fs.lastCaughtUpTime) {
+			fs.lastCaughtUpTime = fs.lastFetchTime
+		}
+	}
+	fs.leo = fetchOffset
+	fs.logStartOffset = followerLogStart
+	fs.lastFetchLeaderLEO = leaderLEO
+	fs.lastFetchTime = now
+	p.maybeExpandIsrLocked(id, fs)
+	return p.maybeIncrementHWLocked(now)
+}
+
+// maybeExpandIsrLocked adds a follower to the ISR once its LEO reaches the HW and the start offset
+// of the leader's epoch (K4, KAFKA-7128). No lag-time check applies here.
+func (p *Partition) maybeExpandIsrLocked(id int32, fs *followerState) {
+	if slices.Contains(p.isr, id) || !slices.Contains(p.assigned, id) {
+		return
+	}
+	if fs.leo < p.hw || fs.leo < p.leaderEpochStartOffset {
+		return
+	}
+	newIsr := append(slices.Clone(p.isr), id)
+	if p.writeIsrLocked(newIsr) {
+		p.rm.metrics.isrExpands.Mark(1)
+		p.logger().WithFields(logrus.Fields{"follower": id, "isr": p.isr}).Info("expanded ISR")
+	}
+}
+
+// outOfSyncReplicasLocked returns the ISR followers that are behind the leader's LEO and have not
+// been caught up for longer than replica.lag.time.max.ms (S5b, S11, S12): a burst of writes does
+// not evict a follower that keeps fetching to the end, since lastCaughtUpTime follows its fetches.
+func (p *Partition) outOfSyncReplicasLocked(now time.Time) []int32 {
+	leo := p.log.LogEndOffset()
+	var out []int32
+	for _, id := range p.isr {
+		if id == p.rm.cfg.BrokerID {
+			continue // the leader is never removed
+		}
+		fs := p.followers[id]
+		if fs == nil {
+			out = append(out, id)
+			continue
+		}
+		if fs.leo != leo && now.Sub(fs.lastCaughtUpTime) > p.rm.cfg.ReplicaLagTimeMax {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// maybeShrinkIsr is the leader's ISR-shrink step (S10), run every replica.lag.time.max.ms/2.
+// It returns whether the HW moved.
+func (p *Partition) maybeShrinkIsr(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isLeaderLocked() {
+		return false
+	}
+	out := p.outOfSyncReplicasLocked(now)
+	if len(out) == 0 {
+		return false
+	}
+	newIsr := make([]int32, 0, len(p.isr))
+	for _, id := range p.isr {
+		if !slices.Contains(out, id) {
+			newIsr = append(newIsr, id)
+		}
+	}
+	if !p.writeIsrLocked(newIsr) {
+		return false
+	}
+	p.rm.metrics.isrShrinks.Mark(1)
+	p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.isr, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("shrank ISR")
+	return p.maybeIncrementHWLocked(now)
+}
+
+// writeIsrLocked writes a new ISR to ZooKeeper as a compare-and-set on the partition state's
+// zkVersion, keeping the leader epoch and the electing controller's epoch (K3, pre-2.7 rule). On a
+// version conflict the leader does not retry: it waits for the controller's next LeaderAndIsr.
+func (p *Partition) writeIsrLocked(newIsr []int32) bool {
+	if p.rm.isr == nil {
+		return false
+	}
+	v, err := p.rm.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.rm.cfg.BrokerID, p.leaderEpoch, newIsr, p.controllerEpoch, p.zkVersion)
+	if err != nil {
+		p.rm.metrics.failedIsrUpdates.Mark(1)
+		p.logger().WithFields(logrus.Fields{"zkVersion": p.zkVersion, "newIsr": newIsr, "controllerEpoch": p.controllerEpoch}).WithError(err).
+			Warn("cached zkVersion not equal to that in ZooKeeper, skip updating ISR")
+		return false
+	}
+	p.isr = newIsr
+	p.zkVersion = v
+	return true
+}
+
+// checkEnoughReplicasReachOffset decides a parked acks=-1 produce (K2): done once the HW passed
+// requiredOffset; then NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas.
+func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, int16) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeaderLocked() {
+		return true, kerr.NotLeaderForPartition.Code
+	}
+	if p.hw >= requiredOffset {
+		if len(p.isr) < p.cfg.minInsyncReplicas {
+			return true, kerr.NotEnoughReplicasAfterAppend.Code
+		}
+		return true, 0
+	}
+	return false, 0
+}
+
+// snapshot of the fields a reader needs.
+type partitionView struct {
+	isLeader    bool
+	leaderEpoch int32
+	hw          int64
+	leo         int64
+	logStart    int64
+	isr         []int32
+	assigned    []int32
+	minIsr      int
+}
+
+func (p *Partition) view() partitionView {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return partitionView{
+		isLeader:    p.isLeaderLocked(),
+		leaderEpoch: p.leaderEpoch,
+		hw:          p.hw,
+		leo:         p.log.LogEndOffset(),
+		logStart:    p.log.LogStartOffset(),
+		isr:         p.isr,
+		assigned:    p.assigned,
+		minIsr:      p.cfg.minInsyncReplicas,
+	}
+}
+
+// HighWatermark returns the partition's HW.
+func (p *Partition) HighWatermark() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.hw
+}

@@ -1,0 +1,129 @@
+package replicamanager
+
+import (
+	"time"
+
+	"github.com/isrbroker/isrbroker/logstore"
+)
+
+// TopicPartition names one partition (the log layer's type, shared).
+type TopicPartition = logstore.TopicPartition
+
+// PartitionState is one partition's entry of a LeaderAndIsr request from the controller
+// (kafka-zk-reference §2, LeaderAndIsrRequest.json).
+type PartitionState struct {
+	TopicPartition
+	ControllerEpoch  int32
+	Leader           int32
+	LeaderEpoch      int32
+	ISR              []int32
+	ZkVersion        int32
+	Replicas         []int32
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+	IsNew            bool
+}
+
+// LeaderAndIsrRequest is the broker-independent form of a LeaderAndIsr request.
+type LeaderAndIsrRequest struct {
+	ControllerID    int32
+	ControllerEpoch int32
+	BrokerEpoch     int64
+	Partitions      []PartitionState
+	// LiveLeaders maps the broker ids of the leaders named in Partitions to their
+	// inter-broker address ("host:port").
+	LiveLeaders map[int32]string
+}
+
+// LeaderAndIsrResult answers a LeaderAndIsr request. ErrorCode is for the whole request
+// (STALE_CONTROLLER_EPOCH, STALE_BROKER_EPOCH); Partitions holds a code per partition.
+type LeaderAndIsrResult struct {
+	ErrorCode  int16
+	Partitions map[TopicPartition]int16
+}
+
+// StopReplicaRequest is the broker-independent form of a StopReplica request (S22).
+type StopReplicaRequest struct {
+	ControllerID     int32
+	ControllerEpoch  int32
+	BrokerEpoch      int64
+	DeletePartitions bool
+	Partitions       []TopicPartition
+}
+
+// StopReplicaResult answers a StopReplica request.
+type StopReplicaResult struct {
+	ErrorCode  int16
+	Partitions map[TopicPartition]int16
+}
+
+// ProduceResult is one partition's answer to a produce.
+type ProduceResult struct {
+	ErrorCode      int16
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// FetchPartition is one partition of a fetch request.
+type FetchPartition struct {
+	TopicPartition
+	FetchOffset        int64
+	LogStartOffset     int64 // follower's log start offset (replica fetches), else -1
+	PartitionMaxBytes  int32
+	CurrentLeaderEpoch int32 // -1 when the client does not send it
+}
+
+// FetchParams is a whole fetch request.
+type FetchParams struct {
+	ReplicaID      int32 // >= 0 for a follower (reads up to the LEO, S7); -1 for a consumer
+	MaxWait        time.Duration
+	MinBytes       int32
+	MaxBytes       int32
+	IsolationLevel int8
+	Partitions     []FetchPartition
+}
+
+// FetchPartitionResult is one partition's answer to a fetch. Records holds raw record
+// batches exactly as stored (no decoding, S1).
+type FetchPartitionResult struct {
+	TopicPartition
+	ErrorCode        int16
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          []byte
+}
+
+// ListOffsetsPartition asks for an offset by timestamp: -2 earliest, -1 latest, else the
+// first offset whose timestamp is >= Timestamp.
+type ListOffsetsPartition struct {
+	TopicPartition
+	Timestamp          int64
+	CurrentLeaderEpoch int32
+}
+
+// ListOffsetsResult answers one ListOffsetsPartition.
+type ListOffsetsResult struct {
+	TopicPartition
+	ErrorCode   int16
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+// EpochEndOffsetRequest asks for the end offset of LeaderEpoch (OffsetForLeaderEpoch, K1).
+type EpochEndOffsetRequest struct {
+	TopicPartition
+	CurrentLeaderEpoch int32
+	LeaderEpoch        int32
+}
+
+// EpochEndOffsetResult answers OffsetForLeaderEpoch: the largest epoch <= the requested one
+// and its end offset (KIP-279).
+type EpochEndOffsetResult struct {
+	TopicPartition
+	ErrorCode   int16
+	LeaderEpoch int32
+	EndOffset   int64
+}

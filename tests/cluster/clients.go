@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client returns a franz-go client seeded with every broker and otherwise default settings
+// (opts are appended); it is closed at cleanup.
+func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	all := append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapAddrs()...)}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		c.t.Fatalf("cluster: kgo client: %v", err)
+	}
+	c.track(cl)
+	return cl
+}
+
+// Admin returns a kadm client over a fresh Client.
+func (c *Cluster) Admin() *kadm.Client { return kadm.NewClient(c.Client()) }
+
+// CreateTopic creates topic through CreateTopics (kadm), waits until every partition has a live
+// leader in ZooKeeper and in every live broker's Metadata answer, and returns the assignment read
+// from ZooKeeper.
+func (c *Cluster) CreateTopic(topic string, partitions int32, rf int16) map[int32][]int32 {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, partitions, rf, nil, topic); err != nil {
+		c.t.Fatalf("cluster: create topic %s (%d partitions, RF %d): %v", topic, partitions, rf, err)
+	}
+	assignment := c.WaitTopicOnline(topic, 30*time.Second)
+	if int32(len(assignment)) != partitions {
+		c.t.Fatalf("cluster: topic %s has %d partitions in ZooKeeper, want %d", topic, len(assignment), partitions)
+	}
+	c.WaitMetadataLeaders(topic, partitions, 30*time.Second)
+	return assignment
+}
+
+// MetadataLeaders asks the broker at addr for topic's metadata and returns partition → leader
+// (-1 with a partition error). The error is the topic-level error, if any.
+func (c *Cluster) MetadataLeaders(ctx context.Context, addr, topic string) (map[int32]int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("no seed broker for %s", addr)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(ctx, seeds[0])
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int32{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return out, err
+		}
+		for _, p := range t.Partitions {
+			if kerr.ErrorForCode(p.ErrorCode) != nil {
+				out[p.Partition] = -1
+				continue
+			}
+			out[p.Partition] = p.Leader
+		}
+	}
+	return out, nil
+}
+
+// WaitMetadataLeaders waits until every running broker answers Metadata for topic with
+// `partitions` partitions, each with a leader.
+func (c *Cluster) WaitMetadataLeaders(topic string, partitions int32, timeout time.Duration) {
+	c.t.Helper()
+	WaitFor(c.t, timeout, func() (bool, string) {
+		for _, id := range c.ids {
+			if !c.Running(id) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			leaders, err := c.MetadataLeaders(ctx, c.Addr(id), topic)
+			cancel()
+			if err != nil {
+				return false, fmt.Sprintf("broker %d metadata for %s: %v", id, topic, err)
+			}
+			if int32(len(leaders)) != partitions {
+				return false, fmt.Sprintf("broker %d metadata: %s has %d partitions, want %d", id, topic, len(leaders), partitions)
+			}
+			for p, l := range leaders {
+				if l < 0 {
+					return false, fmt.Sprintf("broker %d metadata: %s-%d has no leader", id, topic, p)
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// Metrics fetches broker id's metrics endpoint (GET http://<metrics.listen>/metrics).
+func (c *Cluster) Metrics(id int32) (string, error) {
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + c.Broker(id).MetricsAddr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return string(body), fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
+}
+
+// MetricSamples returns the values of every sample of metric name (any labels) in a Prometheus
+// text exposition.
+func MetricSamples(text, name string) []float64 {
+	var out []float64
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		metric := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			metric = line[:i]
+		}
+		if metric != name {
+			continue
+		}
+		rest := line[len(metric):]
+		if strings.HasPrefix(rest, "{") {
+			rest = rest[strings.LastIndex(rest, "}")+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}

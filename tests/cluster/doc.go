@@ -1,0 +1,17 @@
+// Package cluster is the whole-cluster test harness: it owns the integration tier's real processes.
+//
+// For one test it starts a real ZooKeeper (through zkcoord/zktest) and N real `isrbroker broker`
+// processes, each with its own temporary log dir, free listener and metrics ports, a generated
+// server.properties and per-test `--override key=value` settings. The broker binary is built once per
+// test process from the module root. Every process the harness starts runs in its own process group
+// and is killed in t.Cleanup; the tail of each broker's output is printed when the test fails.
+//
+// The harness reads cluster state straight from ZooKeeper with its own go-zookeeper client and
+// decodes Kafka's znode JSON itself (kafka-zk-reference §1), so checks do not trust the code under
+// test. Waiting is always polling with a deadline (WaitFor); nothing sleeps to synchronise.
+//
+// Environment:
+//   - ISRBROKER_BIN: use this broker binary instead of building one.
+//   - ISRBROKER_RACE=1: build the broker with the race detector.
+//   - ISRBROKER_TEST_LOGS=1: print every broker's output tail at cleanup, even when the test passed.
+package cluster

@@ -1,0 +1,121 @@
+package zkcoord
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestAssignReplicasToBrokersKafkaTable(t *testing.T) {
+	// Kafka's AdminTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, start index 0.
+	want := map[int32][]int32{
+		0: {0, 1, 2}, 1: {1, 2, 3}, 2: {2, 3, 4}, 3: {3, 4, 0}, 4: {4, 0, 1},
+		5: {0, 2, 3}, 6: {1, 3, 4}, 7: {2, 4, 0}, 8: {3, 0, 1}, 9: {4, 1, 2},
+	}
+	got, err := AssignReplicasToBrokers([]int32{4, 3, 2, 1, 0}, 10, 3, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestAssignReplicasToBrokersProperties(t *testing.T) {
+	cases := []struct {
+		brokers []int32
+		parts   int32
+		rf      int16
+	}{
+		{[]int32{1}, 1, 1}, {[]int32{1}, 8, 1}, {[]int32{1, 2, 3}, 3, 3}, {[]int32{1, 2, 3}, 30, 2},
+		{[]int32{10, 20, 30, 40}, 12, 3}, {[]int32{0, 1, 2, 3, 4, 5}, 60, 3},
+	}
+	for _, tc := range cases {
+		for rep := 0; rep < 5; rep++ {
+			a, err := AssignReplicasToBrokers(tc.brokers, tc.parts, tc.rf, -1, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int32(len(a)) != tc.parts {
+				t.Fatalf("%v: %d partitions", tc, len(a))
+			}
+			leaders := map[int32]int{}
+			replicas := map[int32]int{}
+			for p := int32(0); p < tc.parts; p++ {
+				r := a[p]
+				if len(r) != int(tc.rf) {
+					t.Fatalf("partition %d has %v", p, r)
+				}
+				seen := map[int32]bool{}
+				for _, b := range r {
+					if seen[b] {
+						t.Fatalf("duplicate broker in partition %d: %v", p, r)
+					}
+					seen[b] = true
+					replicas[b]++
+				}
+				leaders[r[0]]++
+			}
+			// Leaders and replicas spread evenly when partitions are a multiple of brokers.
+			if int(tc.parts)%len(tc.brokers) == 0 {
+				for _, b := range tc.brokers {
+					if leaders[b] != int(tc.parts)/len(tc.brokers) {
+						t.Fatalf("%v: uneven leaders %v", tc, leaders)
+					}
+					if replicas[b] != int(tc.parts)*int(tc.rf)/len(tc.brokers) {
+						t.Fatalf("%v: uneven replicas %v", tc, replicas)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestAssignReplicasToBrokersErrors(t *testing.T) {
+	if _, err := AssignReplicasToBrokers([]int32{1, 2}, 3, 3, -1, -1); !errors.Is(err, ErrInvalidReplicationFactor) {
+		t.Fatalf("rf > brokers: %v", err)
+	}
+	if _, err := AssignReplicasToBrokers([]int32{1, 2}, 3, 0, -1, -1); !errors.Is(err, ErrInvalidReplicationFactor) {
+		t.Fatalf("rf 0: %v", err)
+	}
+	if _, err := AssignReplicasToBrokers([]int32{1, 2}, 0, 1, -1, -1); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("0 partitions: %v", err)
+	}
+	if _, err := AssignReplicasToBrokers(nil, 1, 1, -1, -1); !errors.Is(err, ErrInvalidReplicationFactor) {
+		t.Fatalf("no brokers: %v", err)
+	}
+}
+
+func TestValidTopicName(t *testing.T) {
+	long := make([]byte, 250)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for name, ok := range map[string]bool{
+		"a": true, "A-b_c.d9": true, string(long[:249]): true, string(long): false,
+		"": false, ".": false, "..": false, "a b": false, "a/b": false, "ä": false,
+	} {
+		if validTopicName(name) != ok {
+			t.Errorf("validTopicName(%q) != %v", name, ok)
+		}
+	}
+}
+
+func TestDecodersRejectGarbage(t *testing.T) {
+	for _, in := range [][]byte{nil, []byte("{"), []byte(`{"partitions":{"x":[1]}}`), []byte(`[]`), []byte(`{"endpoints":["nope"]}`)} {
+		_, _ = decodeBroker(1, in)
+		_, _ = decodeTopic("t", in)
+		_, _ = decodeState(in)
+		_, _ = decodeConfig(in)
+		_, _ = decodeIsrChange(in)
+		_, _ = decodeController(in)
+		_, _ = decodeClusterID(in)
+		_, _ = decodeControllerEpoch(in)
+	}
+	if _, err := decodeTopic("t", []byte(`{"version":2,"partitions":{"x":[1]}}`)); err == nil {
+		t.Fatal("bad partition key accepted")
+	}
+	if _, err := decodeBroker(1, []byte(`{"endpoints":["PLAINTEXT://nohost"]}`)); err == nil {
+		t.Fatal("bad endpoint accepted")
+	}
+}
