@@ -129,6 +129,10 @@ func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxByte
 					total += len(recs)
 				}
 			}
+			if recs == nil {
+				// An empty record set is size 0, never null: librdkafka rejects MessageSetSize -1.
+				recs = []byte{}
+			}
 			rp.RecordBatches = recs
 			rt.Partitions = append(rt.Partitions, rp)
 		}

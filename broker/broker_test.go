@@ -270,6 +270,13 @@ func TestFetchErrorsAndData(t *testing.T) {
 			t.Fatalf("session id %d", resp.SessionID)
 		}
 	}
+	for _, v := range []int16{4, 11, 12} {
+		// Nothing past the HW: an empty record set must be encoded with size 0, not null (-1),
+		// which librdkafka rejects as "invalid MessageSetSize -1".
+		if p := fetch(v, "t", 3, -1).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.RecordBatches == nil {
+			t.Fatalf("v%d empty fetch: code %d, records nil = %v", v, p.ErrorCode, p.RecordBatches == nil)
+		}
+	}
 	if p := fetch(12, "t", 100, 0).Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("OFFSET_OUT_OF_RANGE: got %d", p.ErrorCode)
 	}

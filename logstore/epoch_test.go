@@ -38,7 +38,10 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	c.assign(4, 10)
 	c.assign(7, 20)
 	const leo = 30
-	cases := []struct{ req, epoch int32; end int64 }{
+	cases := []struct {
+		req, epoch int32
+		end        int64
+	}{
 		{7, 7, leo}, // latest epoch: the LEO
 		{4, 4, 20},  // next epoch's start
 		{5, 4, 20},  // largest epoch <= 5 is 4 (KIP-279)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ type Log struct {
 	closed        bool
 
 	// guarded by appendMu
+	producers producerState
+
+	// guarded by appendMu
 	unflushedMessages int64
 	lastFlush         time.Time
 
@@ -74,16 +78,17 @@ func openLog(p loadParams) (*Log, error) {
 	}
 	if p.log == nil {
 		l := logrus.New()
-		l.Out = discard{}
+		l.Out = io.Discard
 		p.log = l
 	}
 	l := &Log{
-		tp:  p.tp,
-		dir: p.dir,
-		log: p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
-		now: p.now,
-		cfg: p.cfg.sanitized(),
-		hw:  p.hw,
+		tp:        p.tp,
+		dir:       p.dir,
+		log:       p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
+		now:       p.now,
+		cfg:       p.cfg.sanitized(),
+		hw:        p.hw,
+		producers: producerState{},
 	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
@@ -95,10 +100,6 @@ func openLog(p loadParams) (*Log, error) {
 	l.lastFlush = l.now()
 	return l, nil
 }
-
-type discard struct{}
-
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 func (l *Log) loadSegments(p loadParams) error {
 	entries, err := os.ReadDir(l.dir)
@@ -379,6 +380,13 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if l.isClosed() {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, ErrClosed
 	}
+	if len(hs) == 1 {
+		// a retried idempotent batch gets its original offsets and is not appended again
+		if pb, dup := l.producers.duplicate(records, hs[0]); dup {
+			l.log.WithFields(logrus.Fields{"baseOffset": pb.firstOffset}).Debug("duplicate idempotent batch")
+			return AppendInfo{FirstOffset: pb.firstOffset, LastOffset: pb.lastOffset, MaxTimestamp: pb.maxTimestamp, NumRecords: pb.records}, nil
+		}
+	}
 	next := l.leo
 	pos := 0
 	for i := range hs {
@@ -478,6 +486,11 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	}
 	seg.size = pos
 	l.leo = last + 1
+	pos = 0
+	for _, h := range hs {
+		l.producers.record(records[pos:], h)
+		pos += int64(h.Size())
+	}
 	var epochs []EpochEntry
 	if epochsChanged {
 		epochs = l.epochs.snapshot()
@@ -802,6 +815,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	l.leo = newLEO
+	l.producers = producerState{}
 	if l.logStart > newLEO {
 		l.logStart = newLEO
 	}
@@ -874,6 +888,7 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 		return err
 	}
 	l.segs = []*segment{s}
+	l.producers = producerState{}
 	l.leo, l.logStart, l.recoveryPoint = offset, offset, offset
 	if l.hw > offset || clearEpochs {
 		l.hw = offset

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -487,5 +488,29 @@ func TestConcurrentAppendsAndReads(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+func TestIdempotentRetryIsNotAppendedTwice(t *testing.T) {
+	l := newTestLog(t, testConfig(), nil)
+	mk := func(pid int64, seq int32, n int) []byte {
+		b := testBatch{records: n}.build()
+		binary.BigEndian.PutUint64(b[offProducerID:], uint64(pid))
+		binary.BigEndian.PutUint16(b[offProducerEpoch:], 0)
+		binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(seq))
+		fixCRC(b)
+		return b
+	}
+	first := mustAppend(t, l, mk(7, 0, 3), 1)
+	mustAppend(t, l, mk(7, 3, 2), 1)
+	retry := mustAppend(t, l, mk(7, 0, 3), 1)
+	if retry != (AppendInfo{FirstOffset: 0, LastOffset: 2, MaxTimestamp: first.MaxTimestamp, NumRecords: 3}) || l.LogEndOffset() != 5 {
+		t.Fatalf("retry %+v, LEO %d", retry, l.LogEndOffset())
+	}
+	if info := mustAppend(t, l, mk(8, 0, 3), 1); info.FirstOffset != 5 { // another producer
+		t.Fatalf("other producer at %d", info.FirstOffset)
+	}
+	if info := mustAppend(t, l, testBatch{records: 1}.build(), 1); info.FirstOffset != 8 { // non-idempotent
+		t.Fatalf("plain batch at %d", info.FirstOffset)
 	}
 }

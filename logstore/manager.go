@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,7 +52,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 	}
 	if log == nil {
 		l := logrus.New()
-		l.Out = discard{}
+		l.Out = io.Discard
 		log = l
 	}
 	m := &Manager{

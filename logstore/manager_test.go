@@ -341,7 +341,9 @@ func TestRunBackgroundRetentionAndCheckpoints(t *testing.T) {
 }
 
 // testHook wraps logrus' test hook with lookups.
-type testHook struct{ h interface{ AllEntries() []*logrus.Entry } }
+type testHook struct {
+	h interface{ AllEntries() []*logrus.Entry }
+}
 
 func (h *testHook) find(msg string) *logrus.Entry {
 	for _, e := range h.h.AllEntries() {

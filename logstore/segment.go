@@ -108,10 +108,9 @@ type segment struct {
 	ix      indexState
 	created time.Time // time of the first append (or of loading), for log.roll.ms
 
-	flushedSize    int64
-	idxPersisted   int
-	tidxPersisted  int
-	indexFilesSize int64 // bytes of the .index file known on disk (for truncation)
+	flushedSize   int64
+	idxPersisted  int
+	tidxPersisted int
 }
 
 func (s *segment) logPath() string { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
@@ -191,7 +190,7 @@ func scanSegment(r io.ReaderAt, size, base, startPos, startOffset int64, ix inde
 		return res
 	}
 	const chunk = 1 << 20
-	buf := make([]byte, 0, chunk)
+	var buf []byte
 	bufPos := startPos // file position of buf[0]
 	pos := startPos
 	lastEpoch := int32(-1)

@@ -140,12 +140,12 @@ cmd_demo() {
 	log "producing 10 records to topic '$DEMO_TOPIC' with kcat -P (the topic is auto-created with num.partitions)"
 	local input
 	input=$(for i in $(seq 1 10); do echo "key-$i:hello $i (run $run)"; done)
-	timeout 120 kcat -P -b "$bs" -t "$DEMO_TOPIC" -K: <<<"$input" || die "kcat -P failed"
+	timeout 60 kcat -P -b "$bs" -t "$DEMO_TOPIC" -K: <<<"$input" || die "kcat -P failed"
 	echo "== kcat -L -t $DEMO_TOPIC"
 	timeout 60 kcat -L -b "$bs" -t "$DEMO_TOPIC" || die "kcat -L failed"
 	echo "== kcat -C -e -o beginning -t $DEMO_TOPIC (every record in the topic)"
 	local out
-	out=$(timeout 120 kcat -C -b "$bs" -t "$DEMO_TOPIC" -e -o beginning -q -f 'partition %p offset %o  %k = %s\n') || die "kcat -C failed"
+	out=$(timeout 60 kcat -C -b "$bs" -t "$DEMO_TOPIC" -e -o beginning -q -f 'partition %p offset %o  %k = %s\n') || die "kcat -C failed"
 	echo "$out"
 	local missing=0 line
 	while IFS= read -r line; do
@@ -201,7 +201,10 @@ stop_one() {
 cmd_down() {
 	local id
 	for id in "${IDS[@]}"; do
-		if alive "$STATE/broker-$id.pid" isrbroker; then kill -TERM "$(cat "$STATE/broker-$id.pid")" 2>/dev/null || true; fi
+		if alive "$STATE/broker-$id.pid" isrbroker; then
+			log "stopping broker $id (pid $(cat "$STATE/broker-$id.pid"))"
+			kill -TERM "$(cat "$STATE/broker-$id.pid")" 2>/dev/null || true
+		fi
 	done
 	for id in "${IDS[@]}"; do stop_one "$STATE/broker-$id.pid" isrbroker "broker $id"; done
 	stop_one "$STATE/zookeeper.pid" QuorumPeerMain "ZooKeeper"

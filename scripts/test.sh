@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test of the module: unit tests, and the integration tests (tests/) that start a real
-# ZooKeeper and real broker processes. Installs what it needs first (scripts/install-deps.sh).
+# Runs every test: the main module's unit tests and the integration tests (tests/integration)
+# that start a real ZooKeeper and real broker processes, then the client-compatibility tests of
+# the nested module tests/clients (sarama, kafka-go). Installs what it needs first
+# (scripts/install-deps.sh).
 #
 #   scripts/test.sh                 everything (what CI runs through .ci/run)
-#   scripts/test.sh -run TestKcat   extra arguments are passed to `go test`
+#   scripts/test.sh -run TestKcat   extra arguments are passed to both `go test` runs
 #
-# Exit status: that of `go vet` if it fails, else that of `go test`.
+# Exit status: non-zero when `go vet` or any `go test` run fails.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,25 +15,41 @@ cd "$ROOT"
 
 bash scripts/install-deps.sh
 
-echo "test: go vet ./..."
-go vet ./...
-
 out=$(mktemp "${TMPDIR:-/tmp}/isrbroker-test.XXXXXX")
 trap 'rm -f "$out"' EXIT
-
-echo "test: go test -race -count=1 -timeout 15m -v ./... $*"
 start=$SECONDS
-set +e
-go test -race -count=1 -timeout 15m -v ./... "$@" 2>&1 | tee "$out"
-status=${PIPESTATUS[0]}
-set -e
+status=0
+
+# run_tests DIR: go vet and go test -race in the module at DIR, output appended to $out.
+run_tests() {
+	local dir=$1 rc
+	echo "test: [$dir] go vet ./..."
+	if ! (cd "$dir" && go vet ./...); then
+		echo "test: [$dir] go vet failed"
+		status=1
+		return
+	fi
+	echo "test: [$dir] go test -race -count=1 -timeout 15m -v ./... ${ARGS[*]}"
+	set +e
+	(cd "$dir" && go test -race -count=1 -timeout 15m -v ./... "${ARGS[@]}") 2>&1 | tee -a "$out"
+	rc=${PIPESTATUS[0]}
+	set -e
+	if ((rc != 0)); then
+		echo "test: [$dir] go test exited with status $rc"
+		status=$rc
+	fi
+}
+
+ARGS=("$@")
+run_tests .
+run_tests tests/clients
 
 passed=$(grep -cE '^\s*--- PASS: ' "$out" || true)
 failed=$(grep -cE '^\s*--- FAIL: ' "$out" || true)
 skipped=$(grep -cE '^\s*--- SKIP: ' "$out" || true)
 echo
 echo "================ summary ($((SECONDS - start)) s) ================"
-grep -E '^(ok|FAIL|---)\s' "$out" | grep -vE '^--- (PASS|SKIP)' || true
+grep -E '^(ok|FAIL)\s' "$out" || true
 if ((failed > 0)); then
 	echo "failed tests:"
 	grep -E '^\s*--- FAIL: ' "$out" | sed 's/^/  /'
@@ -40,7 +58,4 @@ if grep -qE '^(panic: |fatal error: )' "$out"; then
 	echo "a test binary panicked or crashed: see the output above"
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
-if ((status != 0)); then
-	echo "test: go test exited with status $status"
-fi
 exit "$status"

@@ -103,6 +103,11 @@ func (s *brokerSender) run(controllerID int32) {
 			if err != nil {
 				conn.Close()
 				conn = nil
+				select {
+				case <-s.stop:
+					return // removed while the request was in flight
+				default:
+				}
 				if attempt%50 == 0 {
 					s.log.WithError(err).WithField("apiKey", req.Key()).Warn("controller request to broker failed; retrying")
 				}

@@ -209,8 +209,10 @@ func (ct *controller) arm(key string, ev event, wch <-chan zk.Event) {
 	done := ct.c.done
 	go func() {
 		select {
-		case _, ok := <-wch:
-			if ok {
+		case zev, ok := <-wch:
+			// EventNotWatching means the session ended (expiry or Close): the session
+			// goroutine's Expire/Elect events re-arm everything, so it is not forwarded.
+			if ok && zev.Type != zk.EventNotWatching {
 				ct.enqueue(ev)
 			}
 		case <-done:
@@ -313,6 +315,10 @@ func (ct *controller) elect() {
 				continue
 			}
 			return
+		}
+		if ct.active.Load() {
+			// Our /controller is gone (session expiry not yet processed): stop first.
+			ct.resign("controller znode gone")
 		}
 		epoch, ver, err := ct.readOrCreateControllerEpoch()
 		if err != nil {
@@ -1125,7 +1131,9 @@ func (ct *controller) isLive(id int32) bool {
 
 func (ct *controller) liveIDs() []int32 { return sortedIDs(ct.live) }
 
-func (ct *controller) replicas(tp TopicPartition) []int32 { return ct.assignments[tp.Topic][tp.Partition] }
+func (ct *controller) replicas(tp TopicPartition) []int32 {
+	return ct.assignments[tp.Topic][tp.Partition]
+}
 
 func (ct *controller) liveReplicas(tp TopicPartition) []int32 {
 	var out []int32

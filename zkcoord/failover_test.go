@@ -185,6 +185,8 @@ func TestSessionExpiryReregisters(t *testing.T) {
 	})
 	waitFor(t, 20*time.Second, "controller again", func() bool {
 		e, _, _ := c.ControllerEpoch()
-		return c.IsController() && e == 2
+		// Usually 2; a controller event in flight when the session expired can cost one
+		// more election (it is fenced, so that is harmless).
+		return c.IsController() && e >= 2
 	})
 }

@@ -3,11 +3,11 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,22 +23,36 @@ var build struct {
 	err  error
 }
 
-// ModuleRoot walks up from the working directory to the directory holding go.mod.
+// modulePath is the broker's Go module.
+const modulePath = "github.com/isrbroker/isrbroker"
+
+// ModuleRoot walks up from the working directory to the directory whose go.mod declares the
+// broker's module (nested test modules such as tests/clients have their own go.mod).
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && declaresModule(data, modulePath) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("cluster: no go.mod above the working directory")
+			return "", fmt.Errorf("cluster: no go.mod of module %s above the working directory", modulePath)
 		}
 		dir = parent
 	}
+}
+
+func declaresModule(gomod []byte, path string) bool {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "module" && strings.Trim(f[1], `"`) == path {
+			return true
+		}
+	}
+	return false
 }
 
 // Binary returns the path of the isrbroker binary, building it once per test process

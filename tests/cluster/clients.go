@@ -28,8 +28,23 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// Admin returns a kadm client over a fresh Client.
-func (c *Cluster) Admin() *kadm.Client { return kadm.NewClient(c.Client()) }
+// Admin returns the cluster's kadm client (one per cluster, created on first use, closed at
+// cleanup).
+func (c *Cluster) Admin() *kadm.Client {
+	c.mu.Lock()
+	adm := c.admin
+	c.mu.Unlock()
+	if adm != nil {
+		return adm
+	}
+	adm = kadm.NewClient(c.Client())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.admin == nil {
+		c.admin = adm
+	}
+	return c.admin
+}
 
 // CreateTopic creates topic through CreateTopics (kadm), waits until every partition has a live
 // leader in ZooKeeper and in every live broker's Metadata answer, and returns the assignment read
@@ -166,4 +181,19 @@ func MetricSamples(text, name string) []float64 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// EndOffsets lists topic's end offset (the HW, as consumers see it) per partition (ListOffsets
+// with timestamp -1, through kadm).
+func (c *Cluster) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	listed, err := c.Admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := listed.Error(); err != nil {
+		return nil, err
+	}
+	ends := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	return ends, nil
 }

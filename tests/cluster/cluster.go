@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/isrbroker/isrbroker/zkcoord/zktest"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Options shape a test cluster. The zero value is three brokers with ids 1..3.
@@ -54,6 +55,7 @@ type Cluster struct {
 	brokers map[int32]*Broker
 	ids     []int32
 	clients []closer // kgo clients to close at cleanup
+	admin   *kadm.Client
 }
 
 // closer is anything with Close(); kgo clients are registered for cleanup.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
@@ -26,20 +25,14 @@ type acked struct {
 // endOffsets returns topic's end offset (HW) per partition, retrying while leaders move.
 func endOffsets(t *testing.T, c *cluster.Cluster, topic string, partitions int32) map[int32]int64 {
 	t.Helper()
-	adm := kadm.NewClient(c.Client())
 	var ends map[int32]int64
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		listed, err := adm.ListEndOffsets(ctx, topic)
-		if err != nil {
+		var err error
+		if ends, err = c.EndOffsets(ctx, topic); err != nil {
 			return false, fmt.Sprintf("ListEndOffsets(%s): %v", topic, err)
 		}
-		if err := listed.Error(); err != nil {
-			return false, fmt.Sprintf("ListEndOffsets(%s): %v", topic, err)
-		}
-		ends = map[int32]int64{}
-		listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 		if int32(len(ends)) != partitions {
 			return false, fmt.Sprintf("ListEndOffsets(%s): %d partitions, want %d", topic, len(ends), partitions)
 		}
