@@ -4,7 +4,7 @@
 // main owns the command line (urfave/cli/v2) and the wiring of the packages: it parses
 // server.properties (broker/config), constructs the log layer, the ZooKeeper coordinator,
 // the replica manager and the wire server in that order, and stops them in reverse order on
-// SIGTERM/SIGINT.
+// SIGTERM/SIGINT, after a controlled shutdown (K7) unless controlled.shutdown.enable=false.
 //
 //	isrbroker broker --config server.properties [--override key=value]...
 //	isrbroker broker server.properties --override key=value   (kafka-server-start.sh style)
@@ -168,6 +168,14 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 		// A second signal while stopping kills the process the default way.
 		stop()
 		log.Info("shutting down")
+		if cfg.ControlledShutdownEnable {
+			// K7: move this broker's leaderships away while it still serves.
+			controlledShutdown(context.Background(), b.zk, shutdownSettings{
+				BrokerID: cfg.BrokerID, Listener: cfg.InterBrokerListenerName,
+				MaxRetries: cfg.ControlledShutdownMaxRetries, RetryBackoff: cfg.ControlledShutdownRetryBackoff,
+				Timeout: cfg.ControllerSocketTimeout,
+			}, log)
+		}
 	case serveErr = <-b.serveErr:
 		log.WithError(serveErr).Error("wire server stopped; shutting down")
 	}

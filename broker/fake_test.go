@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
@@ -75,6 +76,9 @@ func (f *fakeReplicas) AppendRecords(timeout time.Duration, acks int16, entries 
 			res.ErrorCode = kerr.NotLeaderForPartition.Code
 		case len(b) > f.maxMsg:
 			res.ErrorCode = kerr.MessageTooLarge.Code
+		case !crcOK(b):
+			// The real log checks the CRC-32C on append (logstore.AppendAsLeader).
+			res.ErrorCode = kerr.CorruptMessage.Code
 		default:
 			nb := append([]byte(nil), b...)
 			binary.BigEndian.PutUint64(nb, uint64(p.next))
@@ -444,4 +448,10 @@ func checkFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond) // polling interval, not synchronisation
 	}
+}
+
+// crcOK checks a batch's CRC-32C the way the log does on append.
+func crcOK(b []byte) bool {
+	_, err := logstore.BatchHeaders(b)
+	return err == nil
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -40,16 +39,13 @@ const (
 var (
 	errBatchFraming = errors.New("record batch framing is invalid")
 	errBatchMagic   = errors.New("record batch magic is not 2")
-	errBatchCRC     = errors.New("record batch CRC-32C mismatch")
 )
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
 // validateProduceRecords checks what Kafka checks on the request thread for produce v3+
-// (ProduceRequest.validateRecords) plus the CRC the log validator checks: the records are
-// exactly one magic-2 batch whose length matches and whose CRC-32C is right. It returns
-// the Kafka error code (CORRUPT_MESSAGE) or 0. Size limits (MESSAGE_TOO_LARGE) are the
-// log's: max.message.bytes is a topic config.
+// (ProduceRequest.validateRecords): the records are exactly one magic-2 batch whose length
+// matches. It returns the Kafka error code (CORRUPT_MESSAGE) or 0. The CRC-32C and the size
+// limit (MESSAGE_TOO_LARGE; max.message.bytes is a topic config) are checked once, by the log
+// on append, so the hot path computes the CRC a single time.
 func validateProduceRecords(b []byte) (int16, error) {
 	if len(b) < batchHeaderSize {
 		return kerr.CorruptMessage.Code, errBatchFraming
@@ -60,9 +56,6 @@ func validateProduceRecords(b []byte) (int16, error) {
 	}
 	if b[batchMagicOffset] != 2 {
 		return kerr.CorruptMessage.Code, errBatchMagic
-	}
-	if crc32.Checksum(b[batchAttrOffset:], crc32c) != binary.BigEndian.Uint32(b[batchCRCOffset:]) {
-		return kerr.CorruptMessage.Code, errBatchCRC
 	}
 	return 0, nil
 }

@@ -49,14 +49,15 @@ port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 
 # zk4 CMD: a ZooKeeper four-letter command ("ruok", "dump").
 zk4() {
+	# shellcheck disable=SC2016 # $1 expands in the inner shell
 	timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && printf %s "$1" >&3 && cat <&3' _ "$1" 2>/dev/null || true
 }
 
-# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s until it succeeds.
+# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s until it succeeds; fails
+# after SECONDS (the caller reports DESCRIPTION's failure).
 wait_until() {
-	local secs=$1 what=$2
+	local deadline=$((SECONDS + $1))
 	shift 2
-	local deadline=$((SECONDS + secs))
 	until "$@"; do
 		((SECONDS < deadline)) || return 1
 		sleep 0.2
@@ -119,7 +120,7 @@ all_registered() {
 metadata_has_all_brokers() { kcat -L -b "$(bootstrap)" -m 5 2>/dev/null | grep -q " ${#IDS[@]} brokers:"; }
 
 cmd_up() {
-	scripts/install-deps.sh
+	bash scripts/install-deps.sh
 	mkdir -p "$STATE"
 	log "building $BIN"
 	go build -o "$BIN" .

@@ -15,7 +15,7 @@ cd "$ROOT"
 
 bash scripts/install-deps.sh
 
-out=$(mktemp "${TMPDIR:-/tmp}/isrbroker-test.XXXXXX")
+out=$(mktemp -t isrbroker-test.XXXXXX)
 trap 'rm -f "$out"' EXIT
 start=$SECONDS
 status=0
@@ -42,6 +42,10 @@ run_tests() {
 
 ARGS=("$@")
 run_tests .
+# tests/clients replaces the main module with ../.., so a dependency added to the main go.mod
+# must reach its go.mod/go.sum too: tidy first (a no-op when nothing changed).
+echo "test: [tests/clients] go mod tidy"
+(cd tests/clients && go mod tidy) || status=1
 run_tests tests/clients
 
 passed=$(grep -cE '^\s*--- PASS: ' "$out" || true)

@@ -35,6 +35,7 @@ const (
 	evDeleteTopics
 	evIsrChange
 	evStaleEpoch
+	evControlledShutdown
 	evShutdown
 )
 
@@ -44,6 +45,8 @@ type event struct {
 	token uint64 // watch registration, for watch events
 	topic string
 	epoch int32
+
+	shutdown *shutdownReq // evControlledShutdown
 }
 
 // leaderIsr is the controller's cached copy of a partition state znode.
@@ -73,6 +76,9 @@ type controller struct {
 	assignments    map[string]map[int32][]int32
 	states         map[TopicPartition]*leaderIsr
 	senders        map[int32]*brokerSender
+	// shuttingDown holds the brokers in controlled shutdown (K7): live, but never elected
+	// leader; an entry is cleared when the broker's registration goes away or is replaced.
+	shuttingDown map[int32]bool
 
 	mActive   metrics.Gauge
 	mOffline  metrics.Gauge
@@ -99,6 +105,7 @@ func (ct *controller) resetContext() {
 	ct.live = map[int32]BrokerInfo{}
 	ct.assignments = map[string]map[int32][]int32{}
 	ct.states = map[TopicPartition]*leaderIsr{}
+	ct.shuttingDown = map[int32]bool{}
 	if ct.senders == nil {
 		ct.senders = map[int32]*brokerSender{}
 	}
@@ -153,6 +160,9 @@ func (ct *controller) handle(ev event) {
 			ct.resign("fenced by a broker")
 			ct.elect()
 		}
+		return
+	case evControlledShutdown:
+		ct.onControlledShutdown(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
 		return
 	}
 	if !ct.active.Load() {
@@ -595,6 +605,7 @@ func (ct *controller) processBrokerChange() error {
 	ct.log.WithField("new", newIDs).WithField("dead", deadIDs).WithField("bounced", bouncedIDs).Info("broker change")
 	for _, id := range append(append([]int32{}, deadIDs...), bouncedIDs...) {
 		delete(ct.live, id)
+		delete(ct.shuttingDown, id) // K7: a controlled shutdown ends with the registration
 		ct.stopSender(id)
 	}
 	b := ct.newBatch()
@@ -703,12 +714,14 @@ func (ct *controller) createPartitions(tps []TopicPartition, b *batch) error {
 	parentOK := map[string]bool{}
 	for _, tp := range tps {
 		live := ct.liveReplicas(tp)
-		if len(live) == 0 {
+		// Brokers in controlled shutdown (K7) are neither leader nor in the first ISR.
+		eligible := slices.DeleteFunc(slices.Clone(live), func(r int32) bool { return ct.shuttingDown[r] })
+		if len(eligible) == 0 {
 			ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
 				WithField("replicas", ct.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
 			continue
 		}
-		st := leaderIsr{leader: live[0], leaderEpoch: initialLeaderEpoch, isr: live, controllerEpoch: ct.epoch}
+		st := leaderIsr{leader: eligible[0], leaderEpoch: initialLeaderEpoch, isr: eligible, controllerEpoch: ct.epoch}
 		var ops []interface{}
 		if !parentOK[tp.Topic] {
 			ok, _, err := ct.c.exists(topicPartitionsPath(tp.Topic))
@@ -777,7 +790,7 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 	} else {
 		next.leader = noLeader
 		for _, r := range ct.replicas(tp) {
-			if ct.isLive(r) && slices.Contains(cur.isr, r) {
+			if ct.electable(r) && slices.Contains(cur.isr, r) {
 				next.leader = r
 				next.isr = liveISR
 				break
@@ -785,7 +798,7 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 		}
 		if next.leader == noLeader && ct.uncleanAllowed(tp.Topic) {
 			for _, r := range ct.replicas(tp) {
-				if ct.isLive(r) {
+				if ct.electable(r) {
 					next.leader, next.isr, unclean = r, []int32{r}, true
 					break
 				}
@@ -815,6 +828,14 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 // cached zkVersion; on BADVERSION (the leader changed its ISR meanwhile) the state is re-read
 // and recomputed (Kafka's partitionsToRetry loop).
 func (ct *controller) updateStates(tps []TopicPartition, b *batch) error {
+	return ct.updateStatesWith(tps, b, ct.nextState, ct.liveReplicas)
+}
+
+// updateStatesWith is updateStates with the election (compute) and the LeaderAndIsr
+// recipients chosen by the caller (controlled shutdown, K7).
+func (ct *controller) updateStatesWith(tps []TopicPartition, b *batch,
+	compute func(TopicPartition, leaderIsr) (next leaderIsr, changed, unclean bool),
+	recipients func(TopicPartition) []int32) error {
 	for _, tp := range tps {
 		for attempt := 0; attempt < 20; attempt++ {
 			cur := ct.states[tp]
@@ -826,7 +847,7 @@ func (ct *controller) updateStates(tps []TopicPartition, b *batch) error {
 					WithField("stateControllerEpoch", cur.controllerEpoch).Warn("partition state written by a newer controller; aborting")
 				return ErrControllerMoved
 			}
-			next, changed, unclean := ct.nextState(tp, *cur)
+			next, changed, unclean := compute(tp, *cur)
 			if !changed {
 				break
 			}
@@ -864,7 +885,7 @@ func (ct *controller) updateStates(tps []TopicPartition, b *batch) error {
 			} else {
 				l.Info("partition state changed")
 			}
-			b.addLeaderAndIsr(ct.liveReplicas(tp), tp, false)
+			b.addLeaderAndIsr(recipients(tp), tp, false)
 			break
 		}
 	}

@@ -4,7 +4,8 @@
 // compare-and-set (K3) with its /isr_change_notification propagation (K5), and the
 // controller: election through /controller and a fenced /controller_epoch increment, one
 // event goroutine fed by ZooKeeper watches, partition and replica state handling, and one
-// request queue per live broker carrying LeaderAndIsr, UpdateMetadata and StopReplica.
+// request queue per live broker carrying LeaderAndIsr, UpdateMetadata and StopReplica, and
+// the controller's side of controlled shutdown (K7, ControlledShutdown).
 //
 // It is the only package that knows znode paths and their JSON; the layout and JSON match
 // Kafka 2.4 in ZooKeeper mode exactly (kafka-zk-reference §1–§2), so Kafka's own tools can
@@ -805,3 +806,7 @@ func (q *queue[T]) len() int {
 	defer q.mu.Unlock()
 	return len(q.items)
 }
+
+// Endpoint returns the broker's endpoint for listener ("" or an unknown name: its first
+// one when listener is ""), e.g. to reach the controller for a controlled shutdown (K7).
+func (b BrokerInfo) Endpoint(listener string) (Endpoint, bool) { return b.endpoint(listener) }

@@ -277,10 +277,14 @@ func (c *Cluster) WaitExit(id int32, timeout time.Duration) (int, bool) {
 	if p == nil {
 		return 0, true
 	}
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		return 0, false
+	if !p.exited() {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		select {
+		case <-p.done:
+		case <-timer.C:
+			return 0, false
+		}
 	}
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {

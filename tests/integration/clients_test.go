@@ -33,7 +33,7 @@ func kcatPath(t *testing.T) string {
 // that never answers fails the test instead of hanging it.
 func kcat(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)

@@ -405,3 +405,28 @@ func TestRF1PartitionsOfflineWhileBrokerDownThenBack(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM stops a broker gracefully (exit status 0, its znode removed at once rather than after
+// the session timeout); restarted, it serves the records it had.
+func TestSIGTERM_GracefulStopThenRestartKeepsRecords(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Brokers: 3})
+	const topic = "graceful"
+	assignment := c.CreateTopic(topic, 1, 1)
+	leader := assignment[0][0]
+	cl := c.Client()
+	produced := produceAll(t, cl, topic, 500,
+		func(i int) []byte { return []byte(fmt.Sprintf("k%d", i)) },
+		func(i int) []byte { return []byte(fmt.Sprintf("v%d", i)) })
+
+	if code := c.Terminate(leader); code != 0 {
+		t.Errorf("broker %d exited with status %d after SIGTERM, want 0:\n%s", leader, code, c.Tail(leader, 20))
+	}
+	// A closed session deletes the ephemeral znode immediately: well within the 6 s session timeout.
+	c.WaitUnregistered(3*time.Second, leader)
+
+	c.StartBroker(leader)
+	c.WaitRegistered(leader)
+	c.WaitTopicOnline(topic, failoverTimeout)
+	c.WaitMetadataLeaders(topic, 1, failoverTimeout)
+	checkPartitionLogs(t, readAll(t, c, topic, 1), produced)
+}

@@ -1,0 +1,235 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/isrbroker/isrbroker/tests/cluster"
+)
+
+// observedState is one partition state znode read by the watcher, with the zxid of the
+// write that produced it.
+type observedState struct {
+	st    cluster.PartitionState
+	mzxid int64
+	at    time.Time
+}
+
+// watchPartitionState follows path with ZooKeeper data watches until stop is closed and
+// records every state it reads.
+func watchPartitionState(zkc *zk.Conn, path string, stop <-chan struct{}) <-chan []observedState {
+	out := make(chan []observedState, 1)
+	go func() {
+		var seen []observedState
+		defer func() { out <- seen }()
+		for {
+			data, stat, ch, err := zkc.GetW(path)
+			if err != nil {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond): // ZooKeeper hiccup: poll again
+					continue
+				}
+			}
+			var st cluster.PartitionState
+			if json.Unmarshal(data, &st) == nil {
+				st.ZkVersion = stat.Version
+				seen = append(seen, observedState{st: st, mzxid: stat.Mzxid, at: time.Now()})
+			}
+			select {
+			case <-stop:
+				return
+			case <-ch:
+			}
+		}
+	}()
+	return out
+}
+
+// K7 (reliability.md fault row 3, "clean bounce"): SIGTERM the leader of a partition with RF=3
+// and min.insync.replicas=2 while a default franz-go producer (acks=all) writes. The broker's
+// controlled shutdown moves the leadership before it exits (the state znode shows another
+// leader with leader_epoch+1 while the broker is still registered), it exits 0 in bounded
+// time, the producer never waits 5 s or more between two acknowledgements, and every
+// acknowledged value is in the topic exactly once.
+func TestK7_ControlledShutdownMovesLeadership(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Brokers: 3})
+	const topic = "k7"
+	ctx := context.Background()
+	minISR := "2"
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resp, err := c.Admin().CreateTopic(cctx, 1, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	cancel()
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+	}
+	assignment := c.WaitTopicOnline(topic, 30*time.Second)
+	c.WaitMetadataLeaders(topic, 1, 30*time.Second)
+	waitFullISR(t, c, topic, assignment, failoverTimeout)
+	st0, err := c.PartitionState(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := st0.Leader
+
+	cl := c.Client() // defaults: acks=all, retries
+	created := time.Now()
+	var (
+		mu      sync.Mutex
+		acks    []acked
+		ackTime []time.Time
+		fails   int
+		wg      sync.WaitGroup
+	)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acks) }
+	pctx, stopProducing := context.WithCancel(ctx)
+	defer stopProducing()
+	producerDone := make(chan struct{})
+	go func() {
+		defer close(producerDone)
+		// About 2500 records/s: a steady load that leaves the 2-core machine room to work.
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for seq := 0; pctx.Err() == nil; seq++ {
+			if seq%5 == 0 {
+				select {
+				case <-tick.C:
+				case <-pctx.Done():
+					return
+				}
+			}
+			wg.Add(1)
+			s := seq
+			cl.Produce(pctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v-%07d", seq))}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				now := time.Now()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					fails++
+					return
+				}
+				acks = append(acks, acked{Seq: s, Value: r.Value, Partition: r.Partition, Offset: r.Offset})
+				ackTime = append(ackTime, now)
+			})
+		}
+	}()
+	// kgo refreshes metadata after NOT_LEADER_FOR_PARTITION at most every 5 s
+	// (MetadataMinAge): produce for longer than that before the leader goes, so the
+	// measured gap is the broker's unavailability, not the client's refresh limit.
+	cluster.WaitFor(t, time.Minute, func() (bool, string) {
+		n := count()
+		return n >= 2000 && time.Since(created) > 6*time.Second, fmt.Sprintf("%d acknowledged", n)
+	})
+
+	stopWatch := make(chan struct{})
+	watched := watchPartitionState(c.ZKConn(), cluster.PartitionStatePath(topic, 0), stopWatch)
+	atTerm := count()
+	termStart := time.Now()
+	code := c.Terminate(victim) // SIGTERM; fails the test after 30 s
+	took := time.Since(termStart)
+	close(stopWatch)
+	seen := <-watched
+	if code != 0 {
+		t.Errorf("broker %d exited %d after SIGTERM, want 0", victim, code)
+	}
+	if took > 20*time.Second {
+		t.Errorf("broker %d took %v to exit after SIGTERM", victim, took)
+	}
+	t.Logf("broker %d (leader of %s-0 at leader epoch %d) exited %d after %v", victim, topic, st0.LeaderEpoch, code, took)
+
+	// The broker's registration went away when it closed its session; nothing else changed
+	// /brokers/ids since, so its pzxid is the zxid of that deletion.
+	_, ids, err := c.ZKConn().Get("/brokers/ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg, _, _ := c.ZKConn().Exists("/brokers/ids/" + strconv.Itoa(int(victim))); reg {
+		t.Fatalf("broker %d still registered after it exited", victim)
+	}
+	// The first state the watcher saw with another leader is the controlled-shutdown
+	// election: leader_epoch+1, written (mzxid) before the registration was deleted.
+	moved := false
+	for _, o := range seen {
+		if o.st.Leader == victim {
+			continue
+		}
+		before := o.mzxid < ids.Pzxid
+		t.Logf("state after SIGTERM (+%v): %+v, written before broker %d deregistered: %v", o.at.Sub(termStart), o.st, victim, before)
+		if o.st.Leader < 0 || o.st.LeaderEpoch != st0.LeaderEpoch+1 || !before {
+			t.Errorf("leadership did not move before exit: first new state %+v (epoch before %d), mzxid %d, deregistration zxid %d",
+				o.st, st0.LeaderEpoch, o.mzxid, ids.Pzxid)
+		}
+		if slices.Contains(o.st.ISR, victim) {
+			t.Errorf("the shutting-down broker stayed in the ISR: %+v", o.st)
+		}
+		moved = true
+		break
+	}
+	if !moved {
+		t.Errorf("the state znode never named a leader other than %d: %+v", victim, seen)
+	}
+
+	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
+		n := count()
+		return n >= atTerm+2000, fmt.Sprintf("%d acknowledged since SIGTERM", n-atTerm)
+	})
+	stopProducing()
+	<-producerDone
+	flushCtx, cancelFlush := context.WithTimeout(ctx, time.Minute)
+	defer cancelFlush()
+	if err := cl.Flush(flushCtx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	promisesDone := make(chan struct{})
+	go func() { wg.Wait(); close(promisesDone) }()
+	select {
+	case <-promisesDone:
+	case <-flushCtx.Done():
+		t.Fatal("produce promises still outstanding after flush")
+	}
+
+	mu.Lock()
+	want := append([]acked(nil), acks...)
+	times := append([]time.Time(nil), ackTime...)
+	mu.Unlock()
+	var gap time.Duration
+	var gapAt time.Time
+	for i := 1; i < len(times); i++ {
+		if d := times[i].Sub(times[i-1]); d > gap {
+			gap, gapAt = d, times[i-1]
+		}
+	}
+	t.Logf("%d acknowledged, %d failed; longest gap between acks %v (starting %v after SIGTERM)", len(want), fails, gap, gapAt.Sub(termStart))
+	if gap >= 5*time.Second {
+		t.Errorf("producer waited %v between two acknowledgements (limit 5 s)", gap)
+	}
+
+	got := readAll(t, c, topic, 1)
+	occurrences := map[string]int{}
+	for _, r := range got[0] {
+		occurrences[string(r.Value)]++
+	}
+	bad := 0
+	for _, a := range want {
+		if n := occurrences[string(a.Value)]; n != 1 {
+			if bad < 10 {
+				t.Errorf("acknowledged value %s (offset %d) is in the topic %d times", a.Value, a.Offset, n)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d acknowledged values not present exactly once", bad, len(want))
+	}
+}
