@@ -32,12 +32,15 @@ type Manager struct {
 	failedMu sync.Mutex
 	failed   map[TopicPartition]struct{}
 
-	bytesIn metrics.Meter
-	maxLag  metrics.Gauge
+	bytesIn     metrics.Meter
+	maxLag      metrics.Gauge
+	threadCount metrics.Gauge // FetcherThreadCount: len(fetchers), set under mu
 }
 
 // NewManager returns a ReplicaFetcherManager driving local. Zero config values take Kafka's
-// defaults. It registers the MaxLag gauge and the ReplicationBytesInPerSec meter in cfg.Registry.
+// defaults. It registers the MaxLag and FetcherThreadCount gauges and the
+// ReplicationBytesInPerSec meter in cfg.Registry; each fetcher registers its PartitionCount gauge
+// (MetricPartitionCount) while it runs.
 func NewManager(cfg Config, local Local) *Manager {
 	cfg = cfg.withDefaults()
 	m := &Manager{
@@ -51,7 +54,15 @@ func NewManager(cfg Config, local Local) *Manager {
 	m.maxLag = metrics.NewFunctionalGauge(m.MaxLag)
 	cfg.Registry.Unregister(MetricMaxLag)
 	_ = cfg.Registry.Register(MetricMaxLag, m.maxLag)
+	m.threadCount = metrics.NewGauge()
+	cfg.Registry.Unregister(MetricFetcherThreadCount)
+	_ = cfg.Registry.Register(MetricFetcherThreadCount, m.threadCount)
 	return m
+}
+
+// threadCountChangedLocked publishes len(fetchers); call it with mu held after every change.
+func (m *Manager) threadCountChangedLocked() {
+	m.threadCount.Update(int64(len(m.fetchers)))
 }
 
 // createFetcherThread builds the fetcher for (leader, fetcher id) and its leader connection.
@@ -121,6 +132,7 @@ func (m *Manager) AddFetcherForPartitions(parts map[TopicPartition]InitialFetchS
 		}
 		th.addPartitions(g.parts)
 	}
+	m.threadCountChangedLocked()
 }
 
 // RemoveFetcherForPartitions removes parts from every fetcher (S22). When it returns, no fetcher
@@ -152,6 +164,7 @@ func (m *Manager) ShutdownIdleFetcherThreads() {
 			delete(m.fetchers, key)
 		}
 	}
+	m.threadCountChangedLocked()
 }
 
 // Fetchers lists the running fetchers, ordered by leader and fetcher id.
@@ -218,7 +231,7 @@ func (m *Manager) MaxLag() int64 {
 	return lag
 }
 
-// Close stops every fetcher and unregisters the MaxLag gauge.
+// Close stops every fetcher and unregisters the MaxLag and FetcherThreadCount gauges.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -230,8 +243,12 @@ func (m *Manager) Close() {
 		th.shutdown()
 		delete(m.fetchers, key)
 	}
+	m.threadCountChangedLocked()
 	if m.cfg.Registry.Get(MetricMaxLag) == m.maxLag {
 		m.cfg.Registry.Unregister(MetricMaxLag)
+	}
+	if m.cfg.Registry.Get(MetricFetcherThreadCount) == m.threadCount {
+		m.cfg.Registry.Unregister(MetricFetcherThreadCount)
 	}
 }
 

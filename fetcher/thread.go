@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"sync"
-
+	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,6 +69,12 @@ type fetcherThread struct {
 	parts map[TopicPartition]*partitionState
 	order []TopicPartition // fetch order; partitions that got data move to the end
 
+	// partitionCount is the FetcherStats PartitionCount gauge (MetricPartitionCount). It is a
+	// plain gauge set under mu whenever parts changes, so rendering the registry never waits
+	// for a fetcher busy inside Local.
+	partitionCountGauge metrics.Gauge
+	metricName          string
+
 	wake   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -77,7 +83,7 @@ type fetcherThread struct {
 
 func newFetcherThread(m *Manager, fetcherID int, source BrokerEndPoint, leader Leader) *fetcherThread {
 	ctx, cancel := context.WithCancel(context.Background())
-	name := fmt.Sprintf("ReplicaFetcherThread-%d-%d", fetcherID, source.ID)
+	name := FetcherThreadName(fetcherID, source.ID)
 	return &fetcherThread{
 		name:      name,
 		fetcherID: fetcherID,
@@ -92,17 +98,36 @@ func newFetcherThread(m *Manager, fetcherID int, source BrokerEndPoint, leader L
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+
+		partitionCountGauge: metrics.NewGauge(),
+		metricName:          MetricPartitionCount(fetcherID, source.ID),
 	}
 }
 
-func (t *fetcherThread) start() { go t.run() }
+// start registers the PartitionCount gauge (replacing a stale one of the same name) and starts
+// the goroutine.
+func (t *fetcherThread) start() {
+	t.cfg.Registry.Unregister(t.metricName)
+	_ = t.cfg.Registry.Register(t.metricName, t.partitionCountGauge)
+	go t.run()
+}
 
-// shutdown stops the goroutine, waits for it and closes the leader connection.
+// shutdown stops the goroutine, waits for it, closes the leader connection and unregisters the
+// PartitionCount gauge (idle fetchers disappear from the metrics, S23).
 func (t *fetcherThread) shutdown() {
 	t.cancel()
 	<-t.done
 	_ = t.leader.Close()
+	if t.cfg.Registry.Get(t.metricName) == t.partitionCountGauge {
+		t.cfg.Registry.Unregister(t.metricName)
+	}
 	t.log.Info("fetcher shut down")
+}
+
+// countChangedLocked publishes len(parts) to the PartitionCount gauge; call it with mu held
+// after every change of parts.
+func (t *fetcherThread) countChangedLocked() {
+	t.partitionCountGauge.Update(int64(len(t.parts)))
 }
 
 func (t *fetcherThread) signal() {
@@ -135,6 +160,7 @@ func (t *fetcherThread) addPartitions(parts map[TopicPartition]InitialFetchState
 		t.parts[tp] = &partitionState{fetchOffset: init.InitOffset, leaderEpoch: init.CurrentLeaderEpoch, phase: phaseTruncating}
 		t.plog(tp, t.parts[tp]).WithField("initOffset", init.InitOffset).Info("added partition, truncating")
 	}
+	t.countChangedLocked()
 	t.mu.Unlock()
 	t.signal()
 }
@@ -150,6 +176,7 @@ func (t *fetcherThread) restore(states map[TopicPartition]partitionState) {
 		t.parts[tp] = &s
 		t.order = append(t.order, tp)
 	}
+	t.countChangedLocked()
 	t.mu.Unlock()
 	t.signal()
 }
@@ -164,6 +191,7 @@ func (t *fetcherThread) takeStates() map[TopicPartition]partitionState {
 	}
 	t.parts = make(map[TopicPartition]*partitionState)
 	t.order = nil
+	t.countChangedLocked()
 	return out
 }
 
@@ -189,6 +217,7 @@ func (t *fetcherThread) deleteLocked(tp TopicPartition) {
 			break
 		}
 	}
+	t.countChangedLocked()
 }
 
 func (t *fetcherThread) moveToEndLocked(tp TopicPartition) {

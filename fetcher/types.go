@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
@@ -139,4 +140,20 @@ type FetcherInfo struct {
 const (
 	MetricMaxLag                   = "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"
 	MetricReplicationBytesInPerSec = "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesInPerSec"
+	// MetricFetcherThreadCount is a gauge: the number of running fetchers over all leaders
+	// (S15, S23: it drops when idle fetchers are shut down).
+	MetricFetcherThreadCount = "kafka.server:type=ReplicaFetcherManager,name=FetcherThreadCount,clientId=Replica"
 )
+
+// FetcherThreadName is the name of the fetcher for (fetcherID, leaderID):
+// "ReplicaFetcherThread-<fetcherId>-<leaderId>", as in Kafka.
+func FetcherThreadName(fetcherID int, leaderID int32) string {
+	return fmt.Sprintf("ReplicaFetcherThread-%d-%d", fetcherID, leaderID)
+}
+
+// MetricPartitionCount names one fetcher's PartitionCount gauge (the partitions it serves):
+// "kafka.server:type=FetcherStats,name=PartitionCount,clientId=ReplicaFetcherThread-<fetcherId>-<leaderId>".
+// It is registered when the fetcher starts and unregistered when it shuts down (S15, S23).
+func MetricPartitionCount(fetcherID int, leaderID int32) string {
+	return "kafka.server:type=FetcherStats,name=PartitionCount,clientId=" + FetcherThreadName(fetcherID, leaderID)
+}

@@ -211,8 +211,12 @@ func TestK7_ControlledShutdownMovesLeadership(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged, %d failed; longest gap between acks %v (starting %v after SIGTERM)", len(want), fails, gap, gapAt.Sub(termStart))
-	if gap >= 5*time.Second {
-		t.Errorf("producer waited %v between two acknowledgements (limit 5 s)", gap)
+	// "A few seconds": typically well under 1 s. kgo re-reads metadata at most every 5 s
+	// (MetadataMinAge), so one refresh that still sees the old leader (a broker whose metadata
+	// cache had not yet applied the controller's UpdateMetadata) costs a full 5 s; two would
+	// mean the leadership move itself is slow.
+	if gap >= 8*time.Second {
+		t.Errorf("producer waited %v between two acknowledgements (limit 8 s)", gap)
 	}
 
 	got := readAll(t, c, topic, 1)
