@@ -373,3 +373,47 @@ func TestStopReplicaDeletesLog(t *testing.T) {
 		t.Fatal("fetcher not removed (S22)")
 	}
 }
+
+// S11 "slow": the follower fetches all the time but its appends are slower than the leader's,
+// so it never reaches the LEO the leader had at its previous fetch; lastCaughtUpTime stops
+// moving and the follower leaves the ISR after replica.lag.time.max.ms.
+func TestS11_SlowFollowerLeavesISR(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 1, 0, []int32{1, 2}, []int32{1, 2})
+	off := int64(0)
+	for i := 0; i < 12; i++ {
+		waitResult(t, e.produce(t, 1, 100, time.Second), time.Second)
+		e.followerFetch(t, 2, off)
+		off += 10 // it only manages 10 of every 100 records
+		e.clock.Advance(time.Second)
+		e.rm.maybeShrinkIsr()
+	}
+	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1}) {
+		t.Fatalf("slow follower still in the ISR: %v", isr)
+	}
+}
+
+// S11 "new" and S6: a replica added by a replication-factor increase starts outside the ISR (in
+// the OSR) and joins only once it has caught up to the HW (K4).
+func TestS11_NewReplicaStartsOutsideISRAndJoinsWhenCaughtUp(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 1, 0, []int32{1}, []int32{1})
+	waitResult(t, e.produce(t, 1, 50, time.Second), time.Second)
+	// The controller adds replica 3 (AR = [1 3], ISR = [1]) with a new leader epoch.
+	e.leaderAndIsr(t, 1, 1, []int32{1, 3}, []int32{1})
+	if got := e.gauge("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"); got != 1 {
+		t.Fatalf("URP = %d with a new replica outside the ISR", got)
+	}
+	e.followerFetch(t, 3, 0)
+	e.followerFetch(t, 3, 25)
+	if e.coord.writes != 0 {
+		t.Fatalf("new replica joined the ISR before catching up: %v", e.coord.isrOf(tp0()))
+	}
+	e.followerFetch(t, 3, 50)
+	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1, 3}) {
+		t.Fatalf("ISR = %v, want [1 3]", isr)
+	}
+	if got := e.gauge("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"); got != 0 {
+		t.Fatalf("URP = %d after the new replica joined", got)
+	}
+}
