@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,9 +101,6 @@ func (m *Manager) loadDir(dir string) error {
 	dlog := m.log.WithField("logDir", dir)
 	marker := filepath.Join(dir, cleanShutdownFile)
 	clean := fileExists(marker)
-	if !clean {
-		dlog.Info("no clean shutdown marker: recovering logs past their recovery points")
-	}
 	recovery, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointCheckpointFile))
 	if err != nil {
 		dlog.WithError(err).Warn("unreadable recovery-point-offset-checkpoint; recovering every segment")
@@ -122,6 +120,10 @@ func (m *Manager) loadDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
+	}
+	// A fresh dir has no marker either; only a dir that holds partitions was shut down uncleanly.
+	if !clean && slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.IsDir() }) {
+		dlog.Info("no clean shutdown marker: recovering logs past their recovery points")
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
