@@ -34,6 +34,7 @@ import (
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admintool"
 )
 
 // Version is the isrbroker version; set with -ldflags "-X main.Version=...".
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(ctx, stdout, stderr)
 	if err := app.Run(args); err != nil {
 		fmt.Fprintf(stderr, "isrbroker: %s\n", oneLine(err))
-		return 1
+		return admintool.ExitCode(err) // 1, or 2 when a `cluster --fail-on-...` check finds a problem
 	}
 	return 0
 }
@@ -73,7 +74,7 @@ func newApp(ctx context.Context, stdout, stderr io.Writer) *cli.App {
 		DisableSliceFlagSeparator: true,
 		// Never os.Exit from inside the library: run prints the error and chooses the status.
 		ExitErrHandler: func(*cli.Context, error) {},
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			{
 				Name:      "broker",
 				Usage:     "run a broker",
@@ -93,7 +94,7 @@ func newApp(ctx context.Context, stdout, stderr io.Writer) *cli.App {
 					return nil
 				},
 			},
-		},
+		}, admintool.Commands()...),
 	}
 }
 

@@ -1,0 +1,198 @@
+package admintool
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/urfave/cli/v2"
+)
+
+// kafkaBackend implements the topics verbs through the Kafka protocol (--bootstrap-server):
+// Metadata, CreateTopics, DeleteTopics and, when a broker serves it, DescribeConfigs.
+type kafkaBackend struct {
+	c    *cli.Context
+	addr string
+	cl   *kgo.Client
+	adm  *kadm.Client
+}
+
+func newKafkaBackend(c *cli.Context, bootstrap string) (*kafkaBackend, error) {
+	var seeds []string
+	for _, s := range strings.Split(bootstrap, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, failf("--bootstrap-server %q names no broker", bootstrap)
+	}
+	timeout := c.Duration("timeout")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(timeout),
+		kgo.RequestTimeoutOverhead(timeout), kgo.ClientID("isrbroker-topics"))
+	if err != nil {
+		return nil, failf("invalid --bootstrap-server %q: %s", bootstrap, oneLine(err.Error()))
+	}
+	return &kafkaBackend{c: c, addr: bootstrap, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+func (b *kafkaBackend) close() { b.cl.Close() }
+
+func (b *kafkaBackend) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, b.c.Duration("timeout"))
+}
+
+// reqErr turns a request failure into an operator message.
+func (b *kafkaBackend) reqErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+		return failf("cannot reach Kafka brokers at %s within %v", b.addr, b.c.Duration("timeout"))
+	}
+	return failf("Kafka brokers at %s: %s", b.addr, oneLine(err.Error()))
+}
+
+func (b *kafkaBackend) metadata(parent context.Context, topics ...string) (kadm.Metadata, error) {
+	ctx, cancel := b.ctx(parent)
+	defer cancel()
+	m, err := b.adm.Metadata(ctx, topics...)
+	if err != nil {
+		return kadm.Metadata{}, b.reqErr(err)
+	}
+	return m, nil
+}
+
+func (b *kafkaBackend) names(ctx context.Context) ([]topicInfo, error) {
+	m, err := b.metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]topicInfo, 0, len(m.Topics))
+	for name, td := range m.Topics {
+		if td.Err != nil {
+			continue
+		}
+		out = append(out, topicInfo{Name: name, Internal: td.IsInternal})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (b *kafkaBackend) describe(ctx context.Context, topics []string) ([]topicInfo, map[int32]bool, error) {
+	m, err := b.metadata(ctx, topics...)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := map[int32]bool{}
+	for _, br := range m.Brokers {
+		live[br.NodeID] = true
+	}
+	// Topic configs need DescribeConfigs (key 32); without it the overrides are unknown
+	// and min.insync.replicas counts as 1.
+	configs := map[string]map[string]string{}
+	cctx, cancel := b.ctx(ctx)
+	rcs, cerr := b.adm.DescribeTopicConfigs(cctx, topics...)
+	cancel()
+	if cerr == nil {
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				continue
+			}
+			cfg := map[string]string{}
+			for _, c := range rc.Configs {
+				if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+					cfg[c.Key] = *c.Value
+				}
+			}
+			configs[rc.Name] = cfg
+		}
+	}
+	var out []topicInfo
+	for _, name := range topics {
+		td, ok := m.Topics[name]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			continue
+		}
+		if td.Err != nil {
+			return nil, nil, failf("topic %q: %s", name, oneLine(td.Err.Error()))
+		}
+		t := topicInfo{Name: name, Internal: td.IsInternal, Configs: configs[name]}
+		for _, pd := range td.Partitions.Sorted() {
+			t.Partitions = append(t.Partitions, partitionInfo{ID: pd.Partition, Leader: pd.Leader, Replicas: pd.Replicas, ISR: pd.ISR})
+		}
+		out = append(out, t)
+	}
+	return out, live, nil
+}
+
+func (b *kafkaBackend) create(parent context.Context, name string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(b.c.Duration("timeout").Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+	if assignment != nil {
+		rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		for p := int32(0); p < int32(len(assignment)); p++ {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = p, assignment[p]
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+	}
+	for _, k := range sortedKeys(configs) {
+		v := configs[k]
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := b.ctx(parent)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, b.cl)
+	if err != nil {
+		return b.reqErr(err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				return failf("topic %q already exists", name)
+			}
+			msg := oneLine(err.Error())
+			if t.ErrorMessage != nil && *t.ErrorMessage != "" {
+				msg += ": " + oneLine(*t.ErrorMessage)
+			}
+			return failf("cannot create topic %q: %s", name, msg)
+		}
+	}
+	return nil
+}
+
+func (b *kafkaBackend) delete(parent context.Context, name string) error {
+	ctx, cancel := b.ctx(parent)
+	defer cancel()
+	rs, err := b.adm.DeleteTopics(ctx, name)
+	if err != nil {
+		return b.reqErr(err)
+	}
+	r, ok := rs[name]
+	if !ok {
+		return failf("cannot delete topic %q: the broker did not answer for it", name)
+	}
+	if r.Err != nil {
+		if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			return failf("topic %q does not exist", name)
+		}
+		msg := oneLine(r.Err.Error())
+		if r.ErrMessage != "" {
+			msg += ": " + oneLine(r.ErrMessage)
+		}
+		return failf("cannot delete topic %q: %s", name, msg)
+	}
+	return nil
+}
+
+func (b *kafkaBackend) addPartitions(context.Context, string, int32, map[int32][]int32) error {
+	return failf("--alter --partitions needs --zookeeper: the brokers do not serve CreatePartitions")
+}
