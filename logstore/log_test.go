@@ -52,7 +52,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAppendMultiBatchAssignsOffsetsKeepingCRC(t *testing.T) {
+func TestS1_AppendAssignsSequentialOffsetsKeepingCRC(t *testing.T) {
 	l := newTestLog(t, testConfig(), nil)
 	mustAppend(t, l, testBatch{records: 3}.build(), 1)
 	multi := append(testBatch{records: 2, base: 999, epoch: 42}.build(), testBatch{records: 4, base: 5}.build()...)

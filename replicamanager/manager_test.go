@@ -76,7 +76,7 @@ func TestS7_ConsumersReadBelowHWFollowersToLEO(t *testing.T) {
 	}
 }
 
-func TestK2_AcksAllWaitsForISRAndMinInsync(t *testing.T) {
+func TestS4_K2_AcksAllCommitsOnlyWhenEveryISRReplicaHasIt(t *testing.T) {
 	e := newEnv(t, 1, 2)
 	e.leaderAndIsr(t, 1, 0, []int32{1, 2, 3}, []int32{1, 2, 3})
 	ch := e.produce(t, -1, 2, 5*time.Second)
@@ -358,7 +358,7 @@ func TestListOffsetsAndEpochEndOffset(t *testing.T) {
 	}
 }
 
-func TestStopReplicaDeletesLog(t *testing.T) {
+func TestS22_StopReplicaRemovesFetcherAndDeletesLog(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1}, []int32{1})
 	waitResult(t, e.produce(t, 1, 1, time.Second), time.Second)
@@ -395,7 +395,7 @@ func TestS11_SlowFollowerLeavesISR(t *testing.T) {
 
 // S11 "new" and S6: a replica added by a replication-factor increase starts outside the ISR (in
 // the OSR) and joins only once it has caught up to the HW (K4).
-func TestS11_NewReplicaStartsOutsideISRAndJoinsWhenCaughtUp(t *testing.T) {
+func TestS6_S11_NewReplicaStartsOutsideISRAndJoinsWhenCaughtUp(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1}, []int32{1})
 	waitResult(t, e.produce(t, 1, 50, time.Second), time.Second)
@@ -415,5 +415,112 @@ func TestS11_NewReplicaStartsOutsideISRAndJoinsWhenCaughtUp(t *testing.T) {
 	}
 	if got := e.gauge("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"); got != 0 {
 		t.Fatalf("URP = %d after the new replica joined", got)
+	}
+}
+
+// S2: the leader serves every read and write of its partition; a follower answers neither
+// (consumers and producers get NOT_LEADER_OR_FOLLOWER and go to the leader).
+func TestS2_OnlyTheLeaderServesReadsAndWrites(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 2, 0, []int32{2, 1}, []int32{2, 1})
+	if r := waitResult(t, e.produce(t, 1, 1, time.Second), time.Second); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce on a follower: %d", r.ErrorCode)
+	}
+	ch := make(chan []FetchPartitionResult, 1)
+	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	if r := waitResult(t, ch, time.Second)[0]; r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("consumer fetch on a follower: %d", r.ErrorCode)
+	}
+	if r := e.rm.ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: -1}}); r[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("ListOffsets on a follower: %d", r[0].ErrorCode)
+	}
+	// Becoming leader at a new epoch makes it serve both.
+	e.leaderAndIsr(t, 1, 1, []int32{2, 1}, []int32{1})
+	if r := waitResult(t, e.produce(t, 1, 1, time.Second), time.Second); r.ErrorCode != 0 {
+		t.Fatalf("produce on the new leader: %d", r.ErrorCode)
+	}
+}
+
+// S8: commit waits for the ISR, not for every live replica (not synchronous replication), and
+// not for the leader alone (not asynchronous): a live replica outside the ISR does not hold back
+// an acks=all produce, an ISR member does.
+func TestS8_CommitWaitsForTheISRNotForEveryLiveReplica(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 1, 0, []int32{1, 2, 3}, []int32{1, 2})
+	waitResult(t, e.produce(t, 1, 1, time.Second), time.Second)
+	e.followerFetch(t, 2, 1) // HW = 1
+	ch := e.produce(t, -1, 1, 10*time.Second)
+	// Replica 3 is alive and fetching, but outside the ISR and below the HW, so it cannot join.
+	e.followerFetch(t, 3, 0)
+	select {
+	case r := <-ch:
+		t.Fatalf("acks=all answered on the leader's write alone: %+v", r)
+	default:
+	}
+	e.followerFetch(t, 2, 2) // the only other ISR member has it
+	if r := waitResult(t, ch, time.Second); r.ErrorCode != 0 {
+		t.Fatalf("produce: %d", r.ErrorCode)
+	}
+	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 2 {
+		t.Fatalf("HW = %d, want 2 (replica 3 outside the ISR does not hold it back)", hw)
+	}
+	if isr := e.coord.isrOf(tp0()); isr != nil {
+		t.Fatalf("ISR changed to %v", isr)
+	}
+}
+
+// S13: every partition assigned to this broker exists here as a replica whose role is leader
+// or follower, per the controller's LeaderAndIsr.
+func TestS13_EveryAssignedPartitionIsALeaderOrFollowerReplica(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	led := TopicPartition{Topic: "t", Partition: 0}
+	followed := TopicPartition{Topic: "t", Partition: 1}
+	other := TopicPartition{Topic: "t", Partition: 2}
+	res := e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{
+		ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
+		Partitions: []PartitionState{
+			{TopicPartition: led, Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}, Replicas: []int32{1, 2}},
+			{TopicPartition: followed, Leader: 2, LeaderEpoch: 0, ISR: []int32{2, 1}, Replicas: []int32{2, 1}},
+			{TopicPartition: other, Leader: 2, LeaderEpoch: 0, ISR: []int32{2, 3}, Replicas: []int32{2, 3}},
+		},
+		LiveLeaders: map[int32]string{2: "127.0.0.1:2"},
+	})
+	if res.Partitions[led] != 0 || res.Partitions[followed] != 0 || res.Partitions[other] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("result %+v", res)
+	}
+	if p := e.rm.Partition(led); p == nil || !p.IsLeader() || e.rm.logs.Get(led) == nil {
+		t.Fatal("led partition is not a leader replica with a log")
+	}
+	if p := e.rm.Partition(followed); p == nil || p.IsLeader() || e.rm.logs.Get(followed) == nil {
+		t.Fatal("followed partition is not a follower replica with a log")
+	}
+	if e.rm.Partition(other) != nil {
+		t.Fatal("a partition not assigned here got a replica")
+	}
+	e.fetch.mu.Lock()
+	defer e.fetch.mu.Unlock()
+	if st, ok := e.fetch.added[followed]; !ok || st.Leader.ID != 2 {
+		t.Fatalf("no fetcher toward the follower's leader: %+v", e.fetch.added)
+	}
+	if _, ok := e.fetch.added[led]; ok {
+		t.Fatal("a fetcher runs for a partition this broker leads")
+	}
+}
+
+// S22 case 2: makeLeaders removes the partition's fetcher before the replica becomes leader.
+func TestS22_MakeLeadersStopsFetching(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 2, 0, []int32{2, 1}, []int32{2, 1})
+	e.fetch.mu.Lock()
+	_, fetching := e.fetch.added[tp0()]
+	e.fetch.mu.Unlock()
+	if !fetching {
+		t.Fatal("no fetcher while following")
+	}
+	e.leaderAndIsr(t, 1, 1, []int32{2, 1}, []int32{1})
+	e.fetch.mu.Lock()
+	defer e.fetch.mu.Unlock()
+	if _, still := e.fetch.added[tp0()]; still || !slices.Contains(e.fetch.removed, tp0()) {
+		t.Fatalf("fetcher not removed on becoming leader: added %v removed %v", e.fetch.added, e.fetch.removed)
 	}
 }

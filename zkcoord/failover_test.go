@@ -25,7 +25,7 @@ func waitState(t *testing.T, c *Coordinator, topic string, p int32, what string,
 // TestBrokerFailureAndReturn: a dead broker's RF=1 partitions go offline (leader -1, ISR
 // keeps it, leader_epoch+1) and come back when it returns; an RF=2 partition elects the
 // live ISR member; unclean election picks a non-ISR replica only when enabled.
-func TestBrokerFailureAndReturn(t *testing.T) {
+func TestS9_K6_BrokerFailureElectsFromISRUncleanOnlyWhenEnabled(t *testing.T) {
 	s := startZK(t)
 	fb1, fb2 := newFakeBroker(t), newFakeBroker(t)
 	cfg1 := testConfig(t, s.Addr, 1, fb1.port())

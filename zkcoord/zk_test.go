@@ -244,7 +244,7 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 
 // TestControllerElectionAndFailover: one of two brokers wins with epoch 1; when it goes
 // away the other wins with epoch 2, and writes fenced by the old epoch zkVersion fail.
-func TestControllerElectionAndFailover(t *testing.T) {
+func TestS9_K3_ControllerElectionFailoverAndFencing(t *testing.T) {
 	s := startZK(t)
 	fb1, fb2 := newFakeBroker(t), newFakeBroker(t)
 	c1 := connectT(t, testConfig(t, s.Addr, 1, fb1.port()))
@@ -294,7 +294,7 @@ func TestControllerElectionAndFailover(t *testing.T) {
 	})
 }
 
-func TestUpdateLeaderAndIsrCAS(t *testing.T) {
+func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 	s := startZK(t)
 	fb := newFakeBroker(t)
 	c := connectT(t, testConfig(t, s.Addr, 1, fb.port()))

@@ -678,3 +678,26 @@ func FuzzParseProperties(f *testing.F) {
 		_, _, _ = Parse(props) // must not panic
 	})
 }
+
+// S24: the replication factor of auto-created topics defaults to 1 and is configurable (3 is
+// the usual production value); 0 is refused at start-up.
+func TestS24_DefaultReplicationFactorIsOneAndConfigurable(t *testing.T) {
+	base := map[string]string{"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1", "log.dirs": "d"}
+	c, _, err := Parse(base)
+	if err != nil || c.DefaultReplicationFactor != 1 {
+		t.Fatalf("default: %v %v", c, err)
+	}
+	with := func(v string) map[string]string {
+		m := map[string]string{"default.replication.factor": v}
+		for k, x := range base {
+			m[k] = x
+		}
+		return m
+	}
+	if c, _, err := Parse(with("3")); err != nil || c.DefaultReplicationFactor != 3 {
+		t.Fatalf("3: %v %v", c, err)
+	}
+	if _, _, err := Parse(with("0")); err == nil || !strings.Contains(err.Error(), "default.replication.factor") {
+		t.Fatalf("0 accepted or unnamed: %v", err)
+	}
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MetadataPartition is one partition as a broker's metadata cache reports it.
+type MetadataPartition struct {
+	Leader int32
+	ISR    []int32
+}
+
+// MetadataPartitions asks the broker at addr (and only it) for topic's metadata: what that
+// broker's cache, fed by the controller's UpdateMetadata, believes.
+func MetadataPartitions(ctx context.Context, addr, topic string) (map[int32]MetadataPartition, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("no seed broker for %s", addr)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, seeds[0])
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]MetadataPartition{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, err
+		}
+		for _, p := range t.Partitions {
+			out[p.Partition] = MetadataPartition{Leader: p.Leader, ISR: p.ISR}
+		}
+	}
+	return out, nil
+}
