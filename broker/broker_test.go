@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -712,6 +713,11 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	// trailing bytes: a valid Metadata v0 body with 3 extra bytes.
 	tb := append(append([]byte(nil), goodMeta[4:]...), 1, 2, 3)
 	cases["trailing bytes"] = frameOf(tb)
+	// The same after a produce, whose length is measured without copying its batches.
+	for _, v := range []int16{3, 9} {
+		good := kmsg.NewRequestFormatter().AppendRequest(nil, produceReq(v, 1, "t", 0, makeBatch(2, []byte("x"))), 1)
+		cases[fmt.Sprintf("produce v%d trailing bytes", v)] = frameOf(append(append([]byte(nil), good[4:]...), 0))
+	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
 			rc := dialRaw(t, e.addr)
@@ -722,6 +728,23 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 				t.Fatal("healthy connection broken")
 			}
 		})
+	}
+}
+
+// TestProduceEncodedLenMatchesEncoding: the copy-free length of a produce request equals its
+// real encoding for every served version, with null, empty and large record sets.
+func TestProduceEncodedLenMatchesEncoding(t *testing.T) {
+	big := makeBatch(200, bytes.Repeat([]byte("v"), 1000)) // > 127 and > 16383 bytes: longer uvarints
+	for v := int16(3); v <= 9; v++ {
+		req := produceReq(v, -1, "topic", 0, big)
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions,
+			kmsg.ProduceRequestTopicPartition{Partition: 1, Records: nil},
+			kmsg.ProduceRequestTopicPartition{Partition: 2, Records: []byte{}},
+			kmsg.ProduceRequestTopicPartition{Partition: 3, Records: makeBatch(1, nil)})
+		req.TransactionID = kmsg.StringPtr("txn")
+		if got, want := produceEncodedLen(req), len(req.AppendTo(nil)); got != want {
+			t.Errorf("v%d: produceEncodedLen %d, encoding %d", v, got, want)
+		}
 	}
 }
 

@@ -265,8 +265,52 @@ func (c *conn) enqueue(corr int32, start func(*slot)) error {
 
 var encodePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// encodedLen is the length of req's body as kmsg encodes it.
+// encodedLen is the length of req's body as kmsg encodes it. A produce request is measured
+// without copying its record batches (the hot path: they can be megabytes).
 func encodedLen(req kmsg.Request) int {
+	if pr, ok := req.(*kmsg.ProduceRequest); ok {
+		return produceEncodedLen(pr)
+	}
+	return appendLen(req)
+}
+
+// produceEncodedLen encodes a copy of the produce request whose record fields are null and
+// adds what each record set adds to a null one: its bytes, plus for flexible versions the
+// longer compact-length prefix (uvarint(len+1) instead of the single 0 byte of null).
+func produceEncodedLen(req *kmsg.ProduceRequest) int {
+	shell := *req
+	shell.Topics = make([]kmsg.ProduceRequestTopic, len(req.Topics))
+	extra := 0
+	flexible := req.IsFlexible()
+	for i, t := range req.Topics {
+		shell.Topics[i] = t
+		shell.Topics[i].Partitions = make([]kmsg.ProduceRequestTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			shell.Topics[i].Partitions[j] = p
+			shell.Topics[i].Partitions[j].Records = nil
+			if p.Records == nil {
+				continue
+			}
+			extra += len(p.Records)
+			if flexible {
+				extra += uvarintLen(uint64(len(p.Records))+1) - 1
+			}
+		}
+	}
+	return appendLen(&shell) + extra
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// appendLen is the length of req's body as kmsg encodes it, through a pooled buffer.
+func appendLen(req kmsg.Request) int {
 	bp := encodePool.Get().(*[]byte)
 	b := req.AppendTo((*bp)[:0])
 	n := len(b)
