@@ -36,6 +36,10 @@ const (
 	evIsrChange
 	evStaleEpoch
 	evControlledShutdown
+	evPreferredElection  // /admin/preferred_replica_election (preferred.go, K7)
+	evAutoRebalance      // leader imbalance check timer (preferred.go); epoch: the controller's epoch when scheduled
+	evReassignPartitions // /admin/reassign_partitions exists watch (reassign.go)
+	evReassignIsrChange  // state znode of a reassigning partition changed (reassign.go)
 	evShutdown
 )
 
@@ -79,6 +83,8 @@ type controller struct {
 	// shuttingDown holds the brokers in controlled shutdown (K7): live, but never elected
 	// leader; an entry is cleared when the broker's registration goes away or is replaced.
 	shuttingDown map[int32]bool
+	// reassigning holds the partitions being reassigned (reassign.go).
+	reassigning map[TopicPartition]*reassignCtx
 
 	mActive   metrics.Gauge
 	mOffline  metrics.Gauge
@@ -106,6 +112,7 @@ func (ct *controller) resetContext() {
 	ct.assignments = map[string]map[int32][]int32{}
 	ct.states = map[TopicPartition]*leaderIsr{}
 	ct.shuttingDown = map[int32]bool{}
+	ct.reassigning = map[TopicPartition]*reassignCtx{}
 	if ct.senders == nil {
 		ct.senders = map[int32]*brokerSender{}
 	}
@@ -128,6 +135,7 @@ func (ct *controller) run() {
 		}
 		ct.handle(ev)
 		ct.updateOfflineGauge()
+		ct.updatePreferredImbalanceGauge()
 	}
 }
 
@@ -179,6 +187,14 @@ func (ct *controller) handle(ev event) {
 		err = ct.processDeleteTopics()
 	case evIsrChange:
 		err = ct.processIsrChange()
+	case evReassignPartitions:
+		err = ct.processReassignPartitions()
+	case evReassignIsrChange:
+		err = ct.processReassignIsrChange()
+	case evPreferredElection:
+		err = ct.processPreferredElection()
+	case evAutoRebalance:
+		err = ct.processAutoRebalance(ev.epoch)
 	}
 	ct.handleErr(err)
 }
@@ -498,7 +514,15 @@ func (ct *controller) onControllerFailover() error {
 	}
 	b.send()
 	ct.log.WithField("liveBrokers", ct.liveIDs()).WithField("topics", len(ct.assignments)).Info("controller failover complete")
-	return ct.processDeleteTopics()
+	// Resume partition reassignments (reassign.go), then deletions.
+	if err := ct.processReassignPartitions(); err != nil {
+		return err
+	}
+	if err := ct.processDeleteTopics(); err != nil {
+		return err
+	}
+	// Pending preferred elections, then the leader imbalance checks (K7).
+	return ct.preferredOnFailover()
 }
 
 func (ct *controller) readBrokers(ids []string) (map[int32]BrokerInfo, error) {
@@ -992,6 +1016,7 @@ func (ct *controller) forgetTopic(t string) {
 	}
 	delete(ct.assignments, t)
 	delete(ct.armed, "data:"+topicPath(t))
+	ct.forgetReassignments(t)
 }
 
 // processDeleteTopics handles /admin/delete_topics/<t>: UpdateMetadata with leader -2

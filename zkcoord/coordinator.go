@@ -5,7 +5,9 @@
 // controller: election through /controller and a fenced /controller_epoch increment, one
 // event goroutine fed by ZooKeeper watches, partition and replica state handling, and one
 // request queue per live broker carrying LeaderAndIsr, UpdateMetadata and StopReplica, and
-// the controller's side of controlled shutdown (K7, ControlledShutdown).
+// the controller's side of controlled shutdown (K7, ControlledShutdown), preferred leader
+// election through /admin/preferred_replica_election and the automatic leader rebalance
+// (K7, preferred.go).
 //
 // It is the only package that knows znode paths and their JSON; the layout and JSON match
 // Kafka 2.4 in ZooKeeper mode exactly (kafka-zk-reference §1–§2), so Kafka's own tools can
@@ -65,6 +67,13 @@ type Config struct {
 	Registry                metrics.Registry  // go-metrics; nil -> metrics.DefaultRegistry
 	OnBrokerEpoch           func(epoch int64) // called after every (re-)registration with the new broker epoch (czxid)
 	Log                     logrus.FieldLogger
+
+	// AutoLeaderRebalance, LeaderImbalanceCheckInterval and LeaderImbalancePerBrokerPercentage
+	// are auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds (default
+	// 300 s) and leader.imbalance.per.broker.percentage (K7, preferred.go).
+	AutoLeaderRebalance                bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 
 	// IsrChangePropagationInterval, IsrChangePropagationBlackOut and IsrChangeMaxDelay tune the
 	// leader-side /isr_change_notification batching (K5; Kafka's 2500 ms / 5000 ms / 60000 ms
@@ -166,6 +175,9 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 	}
 	if cfg.IsrChangeMaxDelay <= 0 {
 		cfg.IsrChangeMaxDelay = 60000 * time.Millisecond
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
 	if cfg.InterBrokerListener == "" && len(cfg.Endpoints) > 0 {
 		cfg.InterBrokerListener = cfg.Endpoints[0].Listener

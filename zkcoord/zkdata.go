@@ -331,8 +331,161 @@ func decodeIsrChange(data []byte) ([]TopicPartition, error) {
 	return out, nil
 }
 
+// ---- /admin/preferred_replica_election: {"version":1,"partitions":[{"topic":"t","partition":0}]} ----
+
+const pathPreferredReplicaElection = "/admin/preferred_replica_election"
+
+// encodePreferredElection writes the znode like Kafka's PreferredReplicaElectionZNode.
+func encodePreferredElection(tps []TopicPartition) []byte { return encodeIsrChange(tps) }
+
+// decodePreferredElection reads the znode; a partition listed twice is an error (Kafka's
+// tool refuses duplicates), as is a missing "partitions" list or a negative partition.
+func decodePreferredElection(data []byte) ([]TopicPartition, error) {
+	var z struct {
+		Partitions *[]struct {
+			Topic     *string `json:"topic"`
+			Partition *int32  `json:"partition"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, fmt.Errorf("zkcoord: preferred replica election: %w", err)
+	}
+	if z.Partitions == nil {
+		return nil, fmt.Errorf("zkcoord: preferred replica election: no partitions list")
+	}
+	seen := map[TopicPartition]bool{}
+	out := make([]TopicPartition, 0, len(*z.Partitions))
+	for _, p := range *z.Partitions {
+		if p.Topic == nil || p.Partition == nil || *p.Partition < 0 {
+			return nil, fmt.Errorf("zkcoord: preferred replica election: entry without a valid topic and partition")
+		}
+		tp := TopicPartition{Topic: *p.Topic, Partition: *p.Partition}
+		if seen[tp] {
+			return nil, fmt.Errorf("zkcoord: preferred replica election: duplicate partition %s-%d", tp.Topic, tp.Partition)
+		}
+		seen[tp] = true
+		out = append(out, tp)
+	}
+	return out, nil
+}
+
 func sortedInt32(s []int32) []int32 {
 	out := append([]int32(nil), s...)
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// ---- /admin/reassign_partitions (issue 4 item 2; kafka-zk-reference §1, §7) ----
+
+const (
+	pathReassignPartitions = "/admin/reassign_partitions"
+	configChangePrefix     = "config_change_"
+)
+
+func brokerConfigPath(id int32) string { return pathConfigBrokers + "/" + strconv.Itoa(int(id)) }
+
+// PartitionReassignment is one entry of Kafka's reassignment JSON: the target replica list
+// (RAR) of a partition. LogDirs ("any" per replica) is accepted and written back but not
+// acted upon (JBOD moves are not supported).
+type PartitionReassignment struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Replicas  []int32  `json:"replicas"`
+	LogDirs   []string `json:"log_dirs,omitempty"`
+}
+
+type reassignZNode struct {
+	Version    int32                   `json:"version"`
+	Partitions []PartitionReassignment `json:"partitions"`
+}
+
+// EncodeReassignment renders Kafka's version 1 reassignment JSON
+// ({"version":1,"partitions":[{"topic":..,"partition":..,"replicas":[..],"log_dirs":[..]}]}),
+// the format of /admin/reassign_partitions and of the tool's files. Entries are sorted by
+// topic and partition; log_dirs is filled with "any" when absent, as Kafka prints it.
+func EncodeReassignment(parts []PartitionReassignment) []byte {
+	z := reassignZNode{Version: 1, Partitions: make([]PartitionReassignment, 0, len(parts))}
+	for _, p := range parts {
+		q := PartitionReassignment{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32{}, p.Replicas...)}
+		if len(p.LogDirs) == len(p.Replicas) {
+			q.LogDirs = append([]string{}, p.LogDirs...)
+		} else {
+			q.LogDirs = make([]string, len(p.Replicas))
+			for i := range q.LogDirs {
+				q.LogDirs[i] = "any"
+			}
+		}
+		z.Partitions = append(z.Partitions, q)
+	}
+	sort.Slice(z.Partitions, func(i, j int) bool {
+		a, b := z.Partitions[i], z.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	b, _ := json.Marshal(z)
+	return b
+}
+
+// ReassignmentFieldError names the entry and field of a reassignment JSON document that is
+// missing or invalid ("partitions[2].replicas").
+type ReassignmentFieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ReassignmentFieldError) Error() string { return "field " + e.Field + ": " + e.Msg }
+
+// DecodeReassignment parses Kafka's reassignment JSON. Syntax errors are returned as
+// *json.SyntaxError / *json.UnmarshalTypeError (with their byte offsets), a missing or
+// invalid field as *ReassignmentFieldError. It does not check the plan against the
+// cluster (duplicates, brokers); see Coordinator.StartReassignment.
+func DecodeReassignment(data []byte) ([]PartitionReassignment, error) {
+	var z struct {
+		Version    *int32 `json:"version"`
+		Partitions *[]struct {
+			Topic     *string  `json:"topic"`
+			Partition *int32   `json:"partition"`
+			Replicas  *[]int32 `json:"replicas"`
+			LogDirs   []string `json:"log_dirs"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(data, &z); err != nil {
+		return nil, err
+	}
+	if z.Version != nil && *z.Version != 1 {
+		return nil, &ReassignmentFieldError{Field: "version", Msg: fmt.Sprintf("unsupported version %d (want 1)", *z.Version)}
+	}
+	if z.Partitions == nil {
+		return nil, &ReassignmentFieldError{Field: "partitions", Msg: "missing"}
+	}
+	out := make([]PartitionReassignment, 0, len(*z.Partitions))
+	for i, p := range *z.Partitions {
+		at := func(f string) string { return fmt.Sprintf("partitions[%d].%s", i, f) }
+		switch {
+		case p.Topic == nil || *p.Topic == "":
+			return nil, &ReassignmentFieldError{Field: at("topic"), Msg: "missing"}
+		case p.Partition == nil:
+			return nil, &ReassignmentFieldError{Field: at("partition"), Msg: "missing"}
+		case *p.Partition < 0:
+			return nil, &ReassignmentFieldError{Field: at("partition"), Msg: fmt.Sprintf("negative partition %d", *p.Partition)}
+		case p.Replicas == nil:
+			return nil, &ReassignmentFieldError{Field: at("replicas"), Msg: "missing"}
+		case p.LogDirs != nil && len(p.LogDirs) != len(*p.Replicas):
+			return nil, &ReassignmentFieldError{Field: at("log_dirs"), Msg: fmt.Sprintf("%d log dirs for %d replicas", len(p.LogDirs), len(*p.Replicas))}
+		}
+		out = append(out, PartitionReassignment{Topic: *p.Topic, Partition: *p.Partition, Replicas: *p.Replicas, LogDirs: p.LogDirs})
+	}
+	return out, nil
+}
+
+// ---- /config/changes/config_change_<seq>: {"version":2,"entity_path":"topics/<t>"} ----
+
+func encodeConfigChange(entityPath string) []byte {
+	b, _ := json.Marshal(struct {
+		Version    int32  `json:"version"`
+		EntityPath string `json:"entity_path"`
+	}{2, entityPath})
+	return b
 }

@@ -1,8 +1,9 @@
-// Package admintool owns the operator verbs `isrbroker topics` and `isrbroker cluster`
-// (urfave/cli/v2 commands), modelled on Kafka 2.4's kafka-topics.sh: the same verbs,
-// flags and output. With --zookeeper they read and write the znodes through zkcoord (the
-// only package that knows znode paths); `topics` with --bootstrap-server goes through the
-// Kafka protocol with franz-go's kadm instead.
+// Package admintool owns the operator verbs `isrbroker topics`, `isrbroker cluster` and
+// `isrbroker leader-election` (urfave/cli/v2 commands), modelled on Kafka 2.4's
+// kafka-topics.sh and kafka-leader-election.sh: the same verbs, flags and output. With
+// --zookeeper they read and write the znodes through zkcoord (the only package that knows
+// znode paths); `topics` with --bootstrap-server goes through the Kafka protocol with
+// franz-go's kadm instead.
 //
 // Every failure an operator can act on (an unreachable ZooKeeper, an unknown topic or
 // broker, a malformed --replica-assignment) is returned as one error line; the caller
@@ -72,9 +73,10 @@ func clean(err error) string {
 	return oneLine(s)
 }
 
-// Commands returns the `topics` and `cluster` commands.
+// Commands returns the `topics`, `cluster`, `leader-election` and `reassign-partitions`
+// commands.
 func Commands() []*cli.Command {
-	return []*cli.Command{topicsCommand(), clusterCommand()}
+	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand()}
 }
 
 // zkFlags returns fresh --zookeeper flags (urfave/cli flags keep per-run state).

@@ -1,0 +1,284 @@
+package zkcoord
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/rcrowley/go-metrics"
+)
+
+// bounce closes broker id's coordinator and registers a new one for it (a failure
+// followed by a restart), waiting until the controller has seen the failure through cond.
+func bounce(t *testing.T, s string, old *Coordinator, id int32, port int32, gone func() bool) *Coordinator {
+	t.Helper()
+	old.Close()
+	waitFor(t, 15*time.Second, "controller reacting to the failure", gone)
+	c := connectT(t, testConfig(t, s, id, port))
+	if _, err := c.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rejoin is the leader adding replica id back to the ISR (K3), as its fetcher would once
+// the replica caught up.
+func rejoin(t *testing.T, leaderCoord *Coordinator, topic string, id int32) PartitionState {
+	t.Helper()
+	ps, err := leaderCoord.PartitionState(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isr := append(slices.Clone(ps.ISR), id)
+	if _, err := leaderCoord.UpdateLeaderAndIsr(topic, 0, ps.Leader, ps.LeaderEpoch, isr, ps.ControllerEpoch, ps.ZkVersion); err != nil {
+		t.Fatal(err)
+	}
+	ps.ISR = isr
+	return ps
+}
+
+func gaugeValue(reg metrics.Registry, name string) int64 {
+	if g, ok := reg.Get(name).(metrics.Gauge); ok {
+		return g.Value()
+	}
+	return -1
+}
+
+func TestDecodePreferredElection(t *testing.T) {
+	tps := []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 3}}
+	data := encodePreferredElection(tps)
+	if string(data) != `{"version":1,"partitions":[{"topic":"a","partition":0},{"topic":"b","partition":3}]}` {
+		t.Fatalf("encoded %s", data)
+	}
+	got, err := decodePreferredElection(data)
+	if err != nil || !reflect.DeepEqual(got, tps) {
+		t.Fatalf("decoded %v %v", got, err)
+	}
+	for _, bad := range []string{``, `[]`, `{}`, `{"partitions":[{"topic":"a"}]}`, `{"partitions":[{"partition":1}]}`,
+		`{"partitions":[{"topic":"a","partition":-1}]}`, `{"partitions":[{"topic":"a","partition":0},{"topic":"a","partition":0}]}`,
+		`{"partitions":7}`} {
+		if _, err := decodePreferredElection([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// TestK7_PreferredElection: /admin/preferred_replica_election elects the assignment head
+// when it is live and in the ISR (leader_epoch+1, ISR kept, LeaderAndIsr to every live
+// replica); partitions whose preferred replica already leads, is not in the ISR or is not
+// live keep their state, unknown partitions are skipped; the controller deletes the znode.
+// PreferredReplicaImbalanceCount follows.
+func TestK7_PreferredElection(t *testing.T) {
+	s := startZK(t)
+	fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
+	cfg1 := testConfig(t, s.Addr, 1, fb1.port())
+	c1 := connectT(t, cfg1)
+	mustStart(t, c1)
+	waitFor(t, 10*time.Second, "controller", c1.IsController)
+	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
+	if _, err := c2.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
+	if _, err := c3.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, spec := range []TopicSpec{
+		{Name: "moved", Assignment: map[int32][]int32{0: {2, 1, 3}}},
+		{Name: "already", Assignment: map[int32][]int32{0: {1, 2, 3}}},
+		{Name: "notisr", Assignment: map[int32][]int32{0: {2, 3}}},
+	} {
+		if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tp := range []string{"moved", "already", "notisr"} {
+		waitState(t, c1, tp, 0, tp+" online", func(ps PartitionState) bool { return ps.Leader != -1 })
+	}
+	waitFor(t, 10*time.Second, "imbalance 0", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 0 })
+
+	// Broker 2 fails and returns: moved/0 is led by 1, notisr/0 by 3.
+	c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+		ps, err := c1.PartitionState("notisr", 0)
+		return err == nil && ps.Leader == 3
+	})
+	moved := waitState(t, c1, "moved", 0, "moved/0 led by 1", func(ps PartitionState) bool { return ps.Leader == 1 && !slices.Contains(ps.ISR, 2) })
+	waitFor(t, 10*time.Second, "imbalance 2", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 2 })
+	// The leader of moved/0 takes broker 2 back into the ISR; notisr/0's leader does not.
+	moved = rejoin(t, c1, "moved", 2)
+	already, _ := c1.PartitionState("already", 0)
+	notisr, _ := c1.PartitionState("notisr", 0)
+
+	if err := c3.RequestPreferredElection(ctx, []TopicPartition{
+		{Topic: "moved", Partition: 0}, {Topic: "already", Partition: 0}, {Topic: "notisr", Partition: 0},
+		{Topic: "nope", Partition: 0}, {Topic: "moved", Partition: 7},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := c3.WaitPreferredElectionDone(wctx); err != nil {
+		t.Fatalf("the controller did not delete the request: %v", err)
+	}
+	ps, _ := c1.PartitionState("moved", 0)
+	if ps.Leader != 2 || ps.LeaderEpoch != moved.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, moved.ISR) || ps.ControllerEpoch != moved.ControllerEpoch {
+		t.Fatalf("moved/0 after the election: %+v (before %+v)", ps, moved)
+	}
+	if ps, _ = c1.PartitionState("already", 0); ps.LeaderEpoch != already.LeaderEpoch || ps.ZkVersion != already.ZkVersion {
+		t.Fatalf("already/0 changed: %+v (before %+v)", ps, already)
+	}
+	if ps, _ = c1.PartitionState("notisr", 0); ps.Leader != 3 || ps.ZkVersion != notisr.ZkVersion {
+		t.Fatalf("notisr/0 changed: %+v (before %+v)", ps, notisr)
+	}
+	for _, fb := range []*fakeBroker{fb1, fb2, fb3} {
+		waitFor(t, 10*time.Second, "LeaderAndIsr moved/0 leader 2", func() bool { return hasLeaderAndIsr(fb, "moved", 2, moved.LeaderEpoch+1) })
+	}
+	waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
+
+	// Another request works once the first is done; an undecodable one is deleted.
+	raw := rawZK(t, s.Addr)
+	if _, err := raw.Create(pathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	wctx2, cancel2 := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel2()
+	if err := c3.WaitPreferredElectionDone(wctx2); err != nil {
+		t.Fatalf("undecodable request not deleted: %v", err)
+	}
+	if !c1.IsController() {
+		t.Fatal("an undecodable request made the controller resign")
+	}
+	if ps, _ = c1.PartitionState("moved", 0); ps.Leader != 2 || ps.LeaderEpoch != moved.LeaderEpoch+1 {
+		t.Fatalf("moved/0 changed again: %+v", ps)
+	}
+}
+
+// TestPreferredElectionRequestPendingAtFailover: a request written while no controller
+// runs is processed by the next controller's failover; a second request while one is
+// pending is refused.
+func TestPreferredElectionRequestPendingAtFailover(t *testing.T) {
+	s := startZK(t)
+	fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
+	c1 := connectT(t, testConfig(t, s.Addr, 1, fb1.port()))
+	mustStart(t, c1)
+	waitFor(t, 10*time.Second, "controller", c1.IsController)
+	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
+	if _, err := c2.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
+	if _, err := c3.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 3}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c1, "t", 0, "t/0 online", func(ps PartitionState) bool { return ps.Leader == 2 && len(ps.ISR) == 2 })
+	c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+		ps, err := c1.PartitionState("t", 0)
+		return err == nil && ps.Leader == 3
+	})
+	before := rejoin(t, c3, "t", 2)
+	// The controller (broker 1, no replica of t) goes away; the request waits for the next.
+	c1.Close()
+	waitFor(t, 10*time.Second, "no controller", func() bool { id, err := c3.ControllerID(); return err == nil && id == -1 })
+	tps := []TopicPartition{{Topic: "t", Partition: 0}}
+	if err := c3.RequestPreferredElection(ctx, tps); err != nil {
+		t.Fatal(err)
+	}
+	if err := c3.RequestPreferredElection(ctx, tps); !errors.Is(err, ErrPreferredElectionInProgress) {
+		t.Fatalf("second request: %v", err)
+	}
+	if ok, err := c3.PreferredElectionPending(); err != nil || !ok {
+		t.Fatalf("pending: %v %v", ok, err)
+	}
+	c3.StartController()
+	waitFor(t, 10*time.Second, "broker 3 controller", c3.IsController)
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := c3.WaitPreferredElectionDone(wctx); err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := c3.PartitionState("t", 0)
+	if ps.Leader != 2 || ps.LeaderEpoch != before.LeaderEpoch+1 {
+		t.Fatalf("t/0 after failover: %+v (before %+v)", ps, before)
+	}
+	if ok, err := c3.PreferredElectionPending(); err != nil || ok {
+		t.Fatalf("still pending: %v %v", ok, err)
+	}
+}
+
+// TestK7_AutoLeaderRebalance: with auto.leader.rebalance.enable the controller moves the
+// leadership back to a returned preferred replica once it is in the ISR, without any
+// request; a preferred replica outside the ISR is left alone. With the feature off nothing
+// moves.
+func TestK7_AutoLeaderRebalance(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(map[bool]string{true: "enabled", false: "disabled"}[enabled], func(t *testing.T) {
+			s := startZK(t)
+			fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
+			cfg1 := testConfig(t, s.Addr, 1, fb1.port())
+			cfg1.AutoLeaderRebalance = enabled
+			cfg1.LeaderImbalanceCheckInterval = 200 * time.Millisecond
+			cfg1.LeaderImbalancePerBrokerPercentage = 10
+			c1 := connectT(t, cfg1)
+			mustStart(t, c1)
+			waitFor(t, 10*time.Second, "controller", c1.IsController)
+			c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
+			if _, err := c2.Register(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
+			if _, err := c3.Register(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for _, spec := range []TopicSpec{
+				{Name: "a", Assignment: map[int32][]int32{0: {2, 1, 3}}},
+				{Name: "c", Assignment: map[int32][]int32{0: {2, 3}}},
+			} {
+				if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitState(t, c1, "a", 0, "a/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
+			waitState(t, c1, "c", 0, "c/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
+			c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+				ps, err := c1.PartitionState("c", 0)
+				return err == nil && ps.Leader == 3
+			})
+			waitState(t, c1, "a", 0, "a/0 led by 1", func(ps PartitionState) bool { return ps.Leader == 1 })
+			a := rejoin(t, c1, "a", 2)
+			cst, _ := c1.PartitionState("c", 0)
+			if !enabled {
+				// Several checks would have run by now (the first 5 s after failover).
+				deadline := time.Now().Add(autoRebalanceFirstDelay + time.Second)
+				for time.Now().Before(deadline) {
+					if ps, _ := c1.PartitionState("a", 0); ps.Leader != 1 {
+						t.Fatalf("a/0 moved with auto rebalance disabled: %+v", ps)
+					}
+					time.Sleep(100 * time.Millisecond) // polling interval
+				}
+				if g := gaugeValue(cfg1.Registry, metricPreferredImbalance); g != 2 {
+					t.Fatalf("PreferredReplicaImbalanceCount %d, want 2", g)
+				}
+				return
+			}
+			ps := waitState(t, c1, "a", 0, "a/0 back on its preferred replica 2", func(ps PartitionState) bool { return ps.Leader == 2 })
+			if ps.LeaderEpoch != a.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, a.ISR) {
+				t.Fatalf("a/0 after rebalance: %+v (before %+v)", ps, a)
+			}
+			waitFor(t, 10*time.Second, "LeaderAndIsr a/0 leader 2 to broker 2", func() bool { return hasLeaderAndIsr(fb2, "a", 2, a.LeaderEpoch+1) })
+			waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
+			if ps, _ := c1.PartitionState("c", 0); ps.Leader != 3 || ps.ZkVersion != cst.ZkVersion {
+				t.Fatalf("c/0 (preferred replica not in the ISR) changed: %+v (before %+v)", ps, cst)
+			}
+		})
+	}
+}

@@ -1,0 +1,329 @@
+package zkcoord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Operator side of partition reassignment (`isrbroker reassign-partitions`, Kafka 2.4's
+// ReassignPartitionsCommand with --zookeeper; kafka-zk-reference §7): reading and creating
+// /admin/reassign_partitions and the replication throttle configs.
+
+// ErrReassignmentInProgress means /admin/reassign_partitions already exists.
+var ErrReassignmentInProgress = errors.New("zkcoord: there is an existing assignment running")
+
+// Throttle config keys (Kafka's DynamicConfig / LogConfig names).
+const (
+	LeaderThrottledRate       = "leader.replication.throttled.rate"
+	FollowerThrottledRate     = "follower.replication.throttled.rate"
+	LeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	FollowerThrottledReplicas = "follower.replication.throttled.replicas"
+)
+
+// ReassignmentInProgress returns the entries of /admin/reassign_partitions and whether the
+// znode exists.
+func (c *Coordinator) ReassignmentInProgress() ([]PartitionReassignment, bool, error) {
+	data, _, err := c.get(pathReassignPartitions)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	parts, err := DecodeReassignment(data)
+	if err != nil {
+		return nil, true, fmt.Errorf("zkcoord: %s: %w", pathReassignPartitions, err)
+	}
+	return parts, true, nil
+}
+
+// ValidateReassignment checks a plan against ZooKeeper the way Kafka's
+// ReassignPartitionsCommand does before writing it: a non-empty plan, no partition listed
+// twice, every partition existing, non-empty replica lists without duplicates, and every
+// replica a registered (live) broker. The error (ErrInvalidReplicaAssignment or
+// ErrUnknownTopic) names the offending partition or broker.
+func (c *Coordinator) ValidateReassignment(parts []PartitionReassignment) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("%w: partition reassignment data file is empty", ErrInvalidReplicaAssignment)
+	}
+	live, err := c.liveBrokerIDs()
+	if err != nil {
+		return err
+	}
+	seenTP := map[TopicPartition]bool{}
+	assignments := map[string]map[int32][]int32{}
+	for _, p := range parts {
+		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+		tp := TopicPartition{Topic: p.Topic, Partition: p.Partition}
+		if seenTP[tp] {
+			return fmt.Errorf("%w: partition %s is listed twice", ErrInvalidReplicaAssignment, name)
+		}
+		seenTP[tp] = true
+		if len(p.Replicas) == 0 {
+			return fmt.Errorf("%w: partition %s has an empty replica list", ErrInvalidReplicaAssignment, name)
+		}
+		seen := map[int32]bool{}
+		for _, r := range p.Replicas {
+			if seen[r] {
+				return fmt.Errorf("%w: partition %s lists broker %d twice", ErrInvalidReplicaAssignment, name, r)
+			}
+			seen[r] = true
+			if !slices.Contains(live, r) {
+				return fmt.Errorf("%w: partition %s names broker %d, which is not registered (dead or unknown)", ErrInvalidReplicaAssignment, name, r)
+			}
+		}
+		a, ok := assignments[p.Topic]
+		if !ok {
+			a, err = c.TopicAssignment(p.Topic)
+			if errors.Is(err, ErrUnknownTopic) {
+				return fmt.Errorf("%w: topic %q of partition %s does not exist", ErrUnknownTopic, p.Topic, name)
+			}
+			if err != nil {
+				return err
+			}
+			assignments[p.Topic] = a
+		}
+		if _, ok := a[p.Partition]; !ok {
+			return fmt.Errorf("%w: partition %s does not exist", ErrInvalidReplicaAssignment, name)
+		}
+	}
+	return nil
+}
+
+// CurrentAssignment returns the current replicas of the partitions named in parts, in the
+// reassignment JSON shape (the rollback plan).
+func (c *Coordinator) CurrentAssignment(parts []PartitionReassignment) ([]PartitionReassignment, error) {
+	cache := map[string]map[int32][]int32{}
+	var out []PartitionReassignment
+	for _, p := range parts {
+		a, ok := cache[p.Topic]
+		if !ok {
+			var err error
+			if a, err = c.TopicAssignment(p.Topic); err != nil {
+				return nil, err
+			}
+			cache[p.Topic] = a
+		}
+		r, ok := a[p.Partition]
+		if !ok {
+			return nil, fmt.Errorf("%w: partition %s-%d does not exist", ErrInvalidReplicaAssignment, p.Topic, p.Partition)
+		}
+		out = append(out, PartitionReassignment{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(r)})
+	}
+	return out, nil
+}
+
+// StartReassignment validates parts (ValidateReassignment) and creates
+// /admin/reassign_partitions; the controller's watch starts the moves. It fails with
+// ErrReassignmentInProgress when the znode exists.
+func (c *Coordinator) StartReassignment(ctx context.Context, parts []PartitionReassignment) error {
+	if ok, _, err := c.exists(pathReassignPartitions); err != nil {
+		return err
+	} else if ok {
+		return ErrReassignmentInProgress
+	}
+	if err := c.ValidateReassignment(parts); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := c.create(pathReassignPartitions, EncodeReassignment(parts), 0); err != nil {
+		if errors.Is(err, zk.ErrNodeExists) {
+			return ErrReassignmentInProgress
+		}
+		return err
+	}
+	c.log.WithField("partitions", len(parts)).Info("partition reassignment requested")
+	return nil
+}
+
+// BrokerConfig returns the "config" map of /config/brokers/<id> (empty when absent).
+func (c *Coordinator) BrokerConfig(id int32) (map[string]string, error) {
+	data, _, err := c.get(brokerConfigPath(id))
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeConfig(data)
+}
+
+// alterConfig applies edit to the config znode at path (created when missing) with a
+// compare-and-set, then writes a /config/changes/config_change_ notification naming entity
+// ("topics/<t>" or "brokers/<id>"), like Kafka's AdminZkClient.changeConfigs. Nothing is
+// written when edit leaves the config unchanged.
+func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]string)) error {
+	for attempt := 0; attempt < 10; attempt++ {
+		data, st, err := c.get(path)
+		exists := err == nil
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		cfg := map[string]string{}
+		if exists {
+			if cfg, err = decodeConfig(data); err != nil {
+				return err
+			}
+		}
+		before := fmt.Sprint(cfg)
+		edit(cfg)
+		if fmt.Sprint(cfg) == before {
+			return nil
+		}
+		if exists {
+			_, err = c.set(path, encodeConfig(cfg), st.Version)
+		} else {
+			_, err = c.create(path, encodeConfig(cfg), 0)
+		}
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = c.create(pathConfigChanges+"/"+configChangePrefix, encodeConfigChange(entity), zk.FlagSequence)
+		return err
+	}
+	return fmt.Errorf("zkcoord: %s keeps changing", path)
+}
+
+// FormatThrottledReplicas renders Kafka's throttled replica list "p:b,p:b" (sorted).
+func FormatThrottledReplicas(m map[int32][]int32) string {
+	var s []string
+	for _, p := range sortedPartitions(m) {
+		for _, b := range sortedInt32(m[p]) {
+			s = append(s, strconv.Itoa(int(p))+":"+strconv.Itoa(int(b)))
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// SetReassignmentThrottle writes the throttle of a reassignment (Kafka 2.4 --execute
+// --throttle): leader/follower.replication.throttled.rate = rate on each broker, and on each
+// topic leader.replication.throttled.replicas = the pre-move replicas of its moving
+// partitions, follower.replication.throttled.replicas = the moving destinations.
+// Brokers enforce it only for replicas outside the ISR.
+func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leaderReplicas, followerReplicas map[string]map[int32][]int32) error {
+	if rate <= 0 {
+		return fmt.Errorf("zkcoord: throttle must be positive, got %d", rate)
+	}
+	v := strconv.FormatInt(rate, 10)
+	for _, id := range sortedInt32(brokers) {
+		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+			cfg[LeaderThrottledRate] = v
+			cfg[FollowerThrottledRate] = v
+		})
+		if err != nil {
+			return err
+		}
+	}
+	topics := map[string]bool{}
+	for t := range leaderReplicas {
+		topics[t] = true
+	}
+	for t := range followerReplicas {
+		topics[t] = true
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for _, t := range names {
+		if !validTopicName(t) {
+			return fmt.Errorf("%w: %q", ErrUnknownTopic, t)
+		}
+		l, f := FormatThrottledReplicas(leaderReplicas[t]), FormatThrottledReplicas(followerReplicas[t])
+		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+			setOrDelete(cfg, LeaderThrottledReplicas, l)
+			setOrDelete(cfg, FollowerThrottledReplicas, f)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetBrokerThrottleRate changes only the brokers' throttle rates (an --execute while a
+// reassignment runs).
+func (c *Coordinator) SetBrokerThrottleRate(rate int64, brokers []int32) error {
+	return c.SetReassignmentThrottle(rate, brokers, nil, nil)
+}
+
+// ClearReassignmentThrottle removes the throttle rates from every broker's config (live
+// brokers and those with a config znode) and the throttled replica lists from topics
+// (Kafka's removeThrottle after a successful --verify). It reports whether anything was
+// removed.
+func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
+	ids := map[int32]bool{}
+	live, err := c.liveBrokerIDs()
+	if err != nil {
+		return false, err
+	}
+	for _, id := range live {
+		ids[id] = true
+	}
+	ch, err := c.children(pathConfigBrokers)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return false, err
+	}
+	for _, s := range ch {
+		if id, err := strconv.ParseInt(s, 10, 32); err == nil {
+			ids[int32(id)] = true
+		}
+	}
+	removed := false
+	for _, id := range sortedKeys(ids) {
+		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+			for _, k := range []string{LeaderThrottledRate, FollowerThrottledRate} {
+				if _, ok := cfg[k]; ok {
+					delete(cfg, k)
+					removed = true
+				}
+			}
+		})
+		if err != nil {
+			return removed, err
+		}
+	}
+	for _, t := range topics {
+		if !validTopicName(t) {
+			continue
+		}
+		if ok, _, err := c.exists(topicConfigPath(t)); err != nil {
+			return removed, err
+		} else if !ok {
+			continue
+		}
+		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+			for _, k := range []string{LeaderThrottledReplicas, FollowerThrottledReplicas} {
+				if _, ok := cfg[k]; ok {
+					delete(cfg, k)
+					removed = true
+				}
+			}
+		})
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+func setOrDelete(cfg map[string]string, k, v string) {
+	if v == "" {
+		delete(cfg, k)
+		return
+	}
+	cfg[k] = v
+}
