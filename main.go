@@ -8,6 +8,7 @@
 //
 //	isrbroker broker --config server.properties [--override key=value]...
 //	isrbroker broker server.properties --override key=value   (kafka-server-start.sh style)
+//	isrbroker healthcheck --bootstrap-server host:port [--broker-id N]   (container health check)
 //	isrbroker version
 package main
 
@@ -30,7 +31,9 @@ import (
 
 	"github.com/isrbroker/isrbroker/broker"
 	"github.com/isrbroker/isrbroker/broker/config"
+	"github.com/isrbroker/isrbroker/broker/health"
 	"github.com/isrbroker/isrbroker/broker/metricsexport"
+	"github.com/isrbroker/isrbroker/broker/perf"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
@@ -94,7 +97,7 @@ func newApp(ctx context.Context, stdout, stderr io.Writer) *cli.App {
 					return nil
 				},
 			},
-		}, admintool.Commands()...),
+		}, append(admintool.Commands(), perf.Command(), health.Command(stdout))...),
 	}
 }
 
@@ -270,6 +273,10 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		UncleanLeaderElection:   cfg.UncleanLeaderElectionEnable,
 		DeleteTopicEnable:       cfg.DeleteTopicEnable,
 		Registry:                reg,
+		// K7: automatic leader rebalance (zkcoord/preferred.go).
+		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval:       cfg.LeaderImbalanceCheckInterval,
+		LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
 		OnBrokerEpoch: func(e int64) {
 			if r := rmgrRef.Load(); r != nil {
 				r.SetBrokerEpoch(e)

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test: the main module's unit tests and the integration tests (tests/integration)
 # that start a real ZooKeeper and real broker processes, then the client-compatibility tests of
-# the nested module tests/clients (sarama, kafka-go). Installs what it needs first
+# the nested module tests/clients (sarama, kafka-go), and last, when a Docker engine works,
+# scripts/compose-test.sh (docker-compose.yml end to end). Installs what it needs first
 # (scripts/install-deps.sh).
 #
 #   scripts/test.sh                 everything (what CI runs through .ci/run)
-#   scripts/test.sh -run TestKcat   extra arguments are passed to both `go test` runs
+#   scripts/test.sh -run TestKcat   extra arguments are passed to both `go test` runs (and skip
+#                                   the compose test, as does ISRBROKER_COMPOSE_TEST=0)
 #
-# Exit status: non-zero when `go vet` or any `go test` run fails.
+# Exit status: non-zero when `go vet`, any `go test` run or the compose test fails.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,6 +50,25 @@ echo "test: [tests/clients] go mod tidy"
 (cd tests/clients && go mod tidy) || status=1
 run_tests tests/clients
 
+# docker-compose.yml end to end (scripts/compose-test.sh): only in a full run (no extra
+# arguments), only when a Docker engine answers, not with ISRBROKER_COMPOSE_TEST=0. The first
+# run builds the images (about 2.5 min); later runs take about 35 s.
+compose_result="skipped"
+if ((${#ARGS[@]} == 0)) && [[ "${ISRBROKER_COMPOSE_TEST:-1}" != 0 ]]; then
+	if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+		echo "test: scripts/compose-test.sh"
+		if timeout 900 bash scripts/compose-test.sh; then
+			compose_result="passed"
+		else
+			compose_result="FAILED"
+			status=1
+		fi
+	else
+		echo "test: compose-test: no Docker engine: skipped"
+		compose_result="skipped (no Docker engine)"
+	fi
+fi
+
 passed=$(grep -cE '^\s*--- PASS: ' "$out" || true)
 failed=$(grep -cE '^\s*--- FAIL: ' "$out" || true)
 skipped=$(grep -cE '^\s*--- SKIP: ' "$out" || true)
@@ -62,4 +83,5 @@ if grep -qE '^(panic: |fatal error: )' "$out"; then
 	echo "a test binary panicked or crashed: see the output above"
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
+echo "compose-test: $compose_result"
 exit "$status"
