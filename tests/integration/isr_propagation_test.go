@@ -27,9 +27,12 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stop a follower that is not the controller: the controller turns the leader's
+	// /isr_change_notification into UpdateMetadata, and a stopped controller cannot.
+	ctrl, _ := c.WaitController(10 * time.Second)
 	var follower int32 = -1
 	for _, r := range assignment[0] {
-		if r != st0.Leader {
+		if r != st0.Leader && r != ctrl {
 			follower = r
 			break
 		}
