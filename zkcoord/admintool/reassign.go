@@ -33,8 +33,9 @@ const reassignDescription = `Move partition replicas between brokers, like Kafka
       F is {"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[2,3,4]}]}.
       Prints the current assignment (save it to roll back) and starts the reassignment.
       Refused while another reassignment runs. Increasing the replication factor is a
-      reassignment to a longer replica list. --throttle limits the replication traffic of
-      the moving replicas that are outside the ISR.
+      reassignment to a longer replica list. --throttle writes Kafka's throttle settings
+      for the moving replicas (leader/follower.replication.throttled.*); the brokers do not
+      enforce them yet.
   --verify --reassignment-json-file F
       Reports every partition of F: completed successfully, still in progress, or failed.
       Exit status 0 only when all completed. Once none is in progress, the throttle is
