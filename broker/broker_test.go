@@ -99,7 +99,7 @@ func TestApiVersionsAllVersions(t *testing.T) {
 
 func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 	t.Helper()
-	want := map[int16][2]int16{0: {3, 9}, 1: {4, 12}, 2: {0, 6}, 3: {0, 11}, 4: {0, 4}, 5: {0, 2}, 6: {0, 6}, 7: {0, 3}, 18: {0, 3}, 19: {0, 6}, 20: {0, 5}, 23: {0, 3}}
+	want := map[int16][2]int16{0: {3, 9}, 1: {4, 12}, 2: {0, 6}, 3: {0, 11}, 4: {0, 4}, 5: {0, 2}, 6: {0, 6}, 7: {0, 3}, 18: {0, 3}, 19: {0, 6}, 20: {0, 5}, 22: {0, 4}, 23: {0, 3}}
 	if len(keys) != len(want) {
 		t.Fatalf("advertised %d keys, want %d: %+v", len(keys), len(want), keys)
 	}

@@ -71,6 +71,8 @@ type Server struct {
 
 	bytesOut     metrics.Meter
 	replBytesOut metrics.Meter
+
+	pids producerIDs // InitProducerId's current producer-id block
 }
 
 type boundListener struct {

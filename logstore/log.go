@@ -97,6 +97,7 @@ func openLog(p loadParams) (*Log, error) {
 		l.closeFiles()
 		return nil, err
 	}
+	l.rebuildProducerState()
 	l.lastFlush = l.now()
 	return l, nil
 }
@@ -815,7 +816,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	l.leo = newLEO
-	l.producers = producerState{}
+	l.producers.truncateFrom(newLEO)
 	if l.logStart > newLEO {
 		l.logStart = newLEO
 	}

@@ -489,3 +489,49 @@ func encodeConfigChange(entityPath string) []byte {
 	}{2, entityPath})
 	return b
 }
+
+// ---- /latest_producer_id_block: {"version":1,"broker":<id>,"block_start":"<n>","block_end":"<m>"} ----
+// Kafka 2.4's ProducerIdManager writes block_start and block_end as JSON strings.
+
+// ProducerIDBlockSize is the number of producer ids a broker takes at once (Kafka's
+// ProducerIdManager.PidBlockSize).
+const ProducerIDBlockSize = 1000
+
+type producerIDBlockJSON struct {
+	Version    int32  `json:"version"`
+	Broker     int32  `json:"broker"`
+	BlockStart string `json:"block_start"`
+	BlockEnd   string `json:"block_end"`
+}
+
+func encodeProducerIDBlock(broker int32, start, end int64) []byte {
+	b, _ := json.Marshal(producerIDBlockJSON{1, broker, strconv.FormatInt(start, 10), strconv.FormatInt(end, 10)})
+	return b
+}
+
+// decodeProducerIDBlock parses the znode; empty data (the znode as created at setup) means
+// no block was handed out yet and is reported as end = -1.
+func decodeProducerIDBlock(data []byte) (start, end int64, err error) {
+	if len(data) == 0 {
+		return -1, -1, nil
+	}
+	var z producerIDBlockJSON
+	if err := json.Unmarshal(data, &z); err != nil {
+		return 0, 0, fmt.Errorf("zkcoord: %s: %w", pathProducerIDBlock, err)
+	}
+	if z.Version != 1 {
+		return 0, 0, fmt.Errorf("zkcoord: %s: unsupported version %d", pathProducerIDBlock, z.Version)
+	}
+	start, err = strconv.ParseInt(z.BlockStart, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("zkcoord: %s block_start: %w", pathProducerIDBlock, err)
+	}
+	end, err = strconv.ParseInt(z.BlockEnd, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("zkcoord: %s block_end: %w", pathProducerIDBlock, err)
+	}
+	if end < start {
+		return 0, 0, fmt.Errorf("zkcoord: %s: block_end %d < block_start %d", pathProducerIDBlock, end, start)
+	}
+	return start, end, nil
+}
