@@ -531,6 +531,9 @@ func (t *fetcherThread) maybeFetch() bool {
 		if s == nil || s.phase != phaseFetching || !s.ready(now) {
 			continue
 		}
+		if t.shouldFollowerThrottleLocked(tp, s) {
+			continue // issue 4: throttled and over the follower quota; fetched again once under it
+		}
 		logStart := int64(-1)
 		if hasLSO {
 			if v, err := lso.LogStartOffset(tp); err == nil {
@@ -650,6 +653,11 @@ func (t *fetcherThread) processPartitionDataLocked(tp TopicPartition, s *partiti
 	if len(records) > 0 {
 		t.mgr.bytesIn.Mark(int64(len(records)))
 		t.moveToEndLocked(tp)
+		// Issue 4: a not-in-sync throttled partition's bytes count against the follower quota
+		// (in-sync replicas are never throttled, so their traffic is not counted either).
+		if q := t.cfg.Quota; q != nil && !s.inSync() && q.IsThrottled(tp) {
+			q.Record(int64(len(records)))
+		}
 	}
 	s.fetchOffset = newLEO
 	s.lag = max(0, rp.HighWatermark-newLEO)

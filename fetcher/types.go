@@ -51,6 +51,10 @@ type Config struct {
 	// NewLeader, when set, builds the Leader a new fetcher talks to (tests plug an in-memory
 	// leader here). nil means a RemoteLeader over broker/wire.
 	NewLeader func(leader BrokerEndPoint, fetcherID int) Leader
+
+	// Quota is the follower replication throttle (follower.replication.throttled.*, issue 4);
+	// nil means unthrottled.
+	Quota ReplicaQuota
 }
 
 // DefaultConfig returns Kafka 2.4's replica fetcher defaults.

@@ -4,7 +4,10 @@
 // (the purgatory of S14.5). It applies the controller's LeaderAndIsr and StopReplica requests
 // (makeLeaders / makeFollowers, S14, S22), starts and stops replica fetchers through the fetcher
 // package (S16, S23), runs the leader's ISR-shrink task (S10) and writes ISR changes through an
-// IsrWriter that zkcoord implements (K3). The logs themselves belong to logstore.
+// IsrWriter that zkcoord implements (K3). It also enforces the reassignment replication throttles
+// (quota.go, issue 4) from the dynamic configs a DynamicConfigSource delivers: leader side in the
+// follower fetch path, follower side through the fetcher's ReplicaQuota. The logs themselves
+// belong to logstore.
 //
 // Locking: ReplicaManager.stateChangeLock serialises controller requests; ReplicaManager.mu guards
 // the partition map; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's

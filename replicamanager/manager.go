@@ -60,6 +60,9 @@ type ReplicaManager struct {
 	fetcher fetcherManager
 	metrics rmMetrics
 
+	// throttles holds the replication throttles (issue 4, quota.go).
+	throttles *throttles
+
 	// knownPartition tells whether the cluster metadata knows tp (NOT_LEADER_OR_FOLLOWER versus
 	// UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here); set by the broker.
 	knownPartition atomic.Pointer[func(TopicPartition) bool]
@@ -99,6 +102,7 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	}
 	rm.brokerEpoch.Store(-1)
 	rm.registerMetrics()
+	rm.throttles = newThrottles(cfg.BrokerID, cfg.Now, rm.log, cfg.Registry)
 	rm.fetcher = fetcher.NewManager(fetcher.Config{
 		BrokerID:              cfg.BrokerID,
 		NumFetchers:           cfg.NumReplicaFetchers,
@@ -111,7 +115,13 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 		LocalAddr:             cfg.LocalAddr,
 		Registry:              cfg.Registry,
 		Log:                   rm.log,
+		Quota:                 rm.throttles.follower,
 	}, rm)
+	// Issue 4: the replication throttles follow the dynamic configs (last: the source may call
+	// back at once).
+	if d, ok := coord.(DynamicConfigSource); ok {
+		d.OnDynamicConfig(rm.throttles.apply)
+	}
 	return rm
 }
 
@@ -239,6 +249,7 @@ func (rm *ReplicaManager) getOrCreatePartition(tp TopicPartition) (*Partition, e
 			rm.log.WithFields(logrus.Fields{"topic": tp.Topic}).WithError(err).Warn("reading topic config; using broker defaults")
 		}
 		overrides = o
+		rm.throttles.applyTopicConfigRead(tp.Topic, o) // issue 4: throttles of a new topic
 	}
 	tc := rm.topicOverrides(tp.Topic, overrides)
 	l, err := rm.logs.GetOrCreate(tp, tc.log)
@@ -509,8 +520,10 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 
 // fetchRead reads every partition of a fetch once. Consumers read below the HW, followers up to
 // the LEO (S7). When updateFollowers is set and the fetch comes from a follower, the leader records
-// the follower's fetch offset as its LEO (kafka-zk-reference §3).
-func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (results []FetchPartitionResult, bytes int, errored bool) {
+// the follower's fetch offset as its LEO (kafka-zk-reference §3). throttledBytes is the part of
+// bytes read for leader-throttled replicas outside the ISR (issue 4), to be recorded against the
+// leader quota once the response is sent.
+func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (results []FetchPartitionResult, bytes int, errored bool, throttledBytes int) {
 	fromFollower := fp.ReplicaID >= 0
 	remaining := int64(fp.MaxBytes)
 	if remaining <= 0 {
@@ -543,6 +556,7 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 			continue
 		}
 		hw, leo, logStart := p.hw, p.log.LogEndOffset(), p.log.LogStartOffset()
+		throttled := fromFollower && rm.throttledFollowerLocked(p, fp.ReplicaID)
 		p.mu.RUnlock()
 		maxOffset := hw
 		if fromFollower {
@@ -552,7 +566,15 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 		if part.PartitionMaxBytes <= 0 {
 			limit = remaining
 		}
-		records, err := p.log.Read(part.FetchOffset, int32(limit), maxOffset, minOne)
+		var records []byte
+		var err error
+		if throttled && rm.throttles.leader.IsQuotaExceeded() {
+			// Issue 4 (shouldLeaderThrottle): a throttled replica outside the ISR gets no records
+			// while the leader quota is exceeded; not an error, its fetch state is still updated.
+			records = nil
+		} else {
+			records, err = p.log.Read(part.FetchOffset, int32(limit), maxOffset, minOne)
+		}
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, logStart
 		if err != nil {
 			r.ErrorCode = logErrorCode(err)
@@ -564,6 +586,9 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 			minOne = false
 			remaining -= int64(len(records))
 			bytes += len(records)
+			if throttled {
+				throttledBytes += len(records)
+			}
 		}
 		if fromFollower && updateFollowers {
 			if p.updateFollowerFetchState(fp.ReplicaID, part.FetchOffset, part.LogStartOffset, leo, now) {
@@ -572,7 +597,14 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 			}
 		}
 	}
-	return results, bytes, errored
+	return results, bytes, errored, throttledBytes
+}
+
+// throttledFollowerLocked is the first half of Kafka's shouldLeaderThrottle: the follower
+// replicaID is not in the ISR and p is listed in leader.replication.throttled.replicas for this
+// broker (with a leader rate set). Callers hold p.mu.
+func (rm *ReplicaManager) throttledFollowerLocked(p *Partition, replicaID int32) bool {
+	return !slices.Contains(p.isr, replicaID) && rm.throttles.leader.IsThrottled(p.tp)
 }
 
 // FetchMessages serves a fetch from a consumer or a follower. It answers at once when max_wait is
@@ -580,9 +612,10 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 // new data arrives (an append for followers, a HW move for consumers), leadership changes, or
 // max_wait expires (S14.5's delayed fetch).
 func (rm *ReplicaManager) FetchMessages(fp FetchParams, done func([]FetchPartitionResult)) {
-	results, bytes, errored := rm.fetchRead(fp, true)
+	results, bytes, errored, throttledBytes := rm.fetchRead(fp, true)
 	minBytes := max(int(fp.MinBytes), 1)
 	if fp.MaxWait <= 0 || len(fp.Partitions) == 0 || bytes >= minBytes || errored {
+		rm.throttles.leader.Record(int64(throttledBytes))
 		done(results)
 		return
 	}
@@ -610,6 +643,10 @@ func (rm *ReplicaManager) FetchMessages(fp FetchParams, done func([]FetchPartiti
 			if part.FetchOffset > v.leo || part.FetchOffset < v.logStart {
 				return true // now out of range: answer with the error
 			}
+			if fromFollower && !slices.Contains(v.isr, fp.ReplicaID) && rm.throttles.leader.IsThrottled(part.TopicPartition) &&
+				rm.throttles.leader.IsQuotaExceeded() {
+				continue // issue 4: throttled data does not complete the delayed fetch (DelayedFetch)
+			}
 			if end > part.FetchOffset {
 				ready = true
 			}
@@ -620,11 +657,12 @@ func (rm *ReplicaManager) FetchMessages(fp FetchParams, done func([]FetchPartiti
 		if minBytes <= 1 {
 			return true
 		}
-		_, n, errored := rm.fetchRead(fp, false)
+		_, n, errored, _ := rm.fetchRead(fp, false)
 		return errored || n >= minBytes
 	}
 	op.complete = func(bool) {
-		results, _, _ := rm.fetchRead(fp, false)
+		results, _, _, throttledBytes := rm.fetchRead(fp, false)
+		rm.throttles.leader.Record(int64(throttledBytes))
 		done(results)
 	}
 	rm.purgatory.tryCompleteElseWatch(op, fp.MaxWait)

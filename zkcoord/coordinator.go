@@ -7,7 +7,8 @@
 // request queue per live broker carrying LeaderAndIsr, UpdateMetadata and StopReplica, and
 // the controller's side of controlled shutdown (K7, ControlledShutdown), preferred leader
 // election through /admin/preferred_replica_election and the automatic leader rebalance
-// (K7, preferred.go).
+// (K7, preferred.go), and the broker's dynamic config listener on /config/changes, which feeds
+// the replication throttles to the replica manager (issue 4, dynconfig.go).
 //
 // It is the only package that knows znode paths and their JSON; the layout and JSON match
 // Kafka 2.4 in ZooKeeper mode exactly (kafka-zk-reference §1–§2), so Kafka's own tools can
@@ -60,7 +61,7 @@ type Config struct {
 	Endpoints               []Endpoint // advertised listeners, written to /brokers/ids/<id>
 	Rack                    string
 	InterBrokerListener     string        // listener used by the controller to reach brokers (default: first endpoint)
-	LocalAddr               string        // optional local IP for outgoing inter-broker connections (fault tests)
+	LocalAddr               string        // optional local IP for outgoing inter-broker and ZooKeeper connections (fault tests)
 	ControllerSocketTimeout time.Duration // controller.socket.timeout.ms
 	UncleanLeaderElection   bool          // broker default; a topic's /config/topics override wins (K6)
 	DeleteTopicEnable       bool
@@ -150,6 +151,7 @@ type Coordinator struct {
 	closed        bool
 
 	isr *isrPropagator
+	dyn dynConfig // dynamic config listener (dynconfig.go)
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -204,6 +206,11 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 	dialer := cfg.dialer
 	if dialer == nil {
 		dialer = net.DialTimeout
+		if cfg.LocalAddr != "" {
+			// The ZooKeeper session leaves from the broker's own address too, so a fault test
+			// can cut broker↔ZooKeeper alone (reliability.md §6 row 9).
+			dialer = localDialer(cfg.LocalAddr)
+		}
 	}
 	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithDialer(dialer),
 		zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false),
@@ -822,3 +829,11 @@ func (q *queue[T]) len() int {
 // Endpoint returns the broker's endpoint for listener ("" or an unknown name: its first
 // one when listener is ""), e.g. to reach the controller for a controlled shutdown (K7).
 func (b BrokerInfo) Endpoint(listener string) (Endpoint, bool) { return b.endpoint(listener) }
+
+// localDialer is a zk.Dialer whose connections bind localIP as their source address.
+func localDialer(localIP string) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		d := net.Dialer{Timeout: timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(localIP)}}
+		return d.Dial(network, address)
+	}
+}

@@ -34,8 +34,8 @@ const reassignDescription = `Move partition replicas between brokers, like Kafka
       Prints the current assignment (save it to roll back) and starts the reassignment.
       Refused while another reassignment runs. Increasing the replication factor is a
       reassignment to a longer replica list. --throttle writes Kafka's throttle settings
-      for the moving replicas (leader/follower.replication.throttled.*); the brokers do not
-      enforce them yet.
+      for the moving replicas (leader/follower.replication.throttled.*); the brokers limit
+      the replication traffic of replicas outside the ISR to that rate.
   --verify --reassignment-json-file F
       Reports every partition of F: completed successfully, still in progress, or failed.
       Exit status 0 only when all completed. Once none is in progress, the throttle is
