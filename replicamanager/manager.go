@@ -668,6 +668,24 @@ func (rm *ReplicaManager) FetchMessages(fp FetchParams, done func([]FetchPartiti
 	rm.purgatory.tryCompleteElseWatch(op, fp.MaxWait)
 }
 
+// leaderPartition returns tp's partition and a consistent view of it when this broker leads it
+// at the client's current_leader_epoch (KIP-320), else the error code to answer.
+func (rm *ReplicaManager) leaderPartition(tp TopicPartition, currentLeaderEpoch int32) (*Partition, partitionView, int16) {
+	p := rm.getPartition(tp)
+	if p == nil {
+		return nil, partitionView{}, rm.notHostedCode(tp)
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeaderLocked() {
+		return nil, partitionView{}, kerr.NotLeaderForPartition.Code
+	}
+	if code := p.checkLeaderEpochLocked(currentLeaderEpoch); code != 0 {
+		return nil, partitionView{}, code
+	}
+	return p, p.viewLocked(), 0
+}
+
 // ListOffsets answers earliest (-2), latest (-1) and by-timestamp lookups on partitions led here.
 // Consumers' latest is the HW; a replica's is the LEO.
 func (rm *ReplicaManager) ListOffsets(replicaID int32, isolationLevel int8, parts []ListOffsetsPartition) []ListOffsetsResult {
@@ -676,24 +694,12 @@ func (rm *ReplicaManager) ListOffsets(replicaID int32, isolationLevel int8, part
 		r := &out[i]
 		r.TopicPartition = part.TopicPartition
 		r.Timestamp, r.Offset, r.LeaderEpoch = -1, -1, -1
-		p := rm.getPartition(part.TopicPartition)
-		if p == nil {
-			r.ErrorCode = rm.notHostedCode(part.TopicPartition)
-			continue
-		}
-		p.mu.RLock()
-		if !p.isLeaderLocked() {
-			p.mu.RUnlock()
-			r.ErrorCode = kerr.NotLeaderForPartition.Code
-			continue
-		}
-		if code := p.checkLeaderEpochLocked(part.CurrentLeaderEpoch); code != 0 {
-			p.mu.RUnlock()
+		p, v, code := rm.leaderPartition(part.TopicPartition, part.CurrentLeaderEpoch)
+		if code != 0 {
 			r.ErrorCode = code
 			continue
 		}
-		hw, leo, start, epoch := p.hw, p.log.LogEndOffset(), p.log.LogStartOffset(), p.leaderEpoch
-		p.mu.RUnlock()
+		hw, leo, start, epoch := v.hw, v.leo, v.logStart, v.leaderEpoch
 		end := hw
 		if replicaID >= 0 {
 			end = leo
@@ -722,19 +728,7 @@ func (rm *ReplicaManager) LastOffsetForLeaderEpoch(replicaID int32, parts []Epoc
 		r := &out[i]
 		r.TopicPartition = part.TopicPartition
 		r.LeaderEpoch, r.EndOffset = -1, -1
-		p := rm.getPartition(part.TopicPartition)
-		if p == nil {
-			r.ErrorCode = rm.notHostedCode(part.TopicPartition)
-			continue
-		}
-		p.mu.RLock()
-		if !p.isLeaderLocked() {
-			p.mu.RUnlock()
-			r.ErrorCode = kerr.NotLeaderForPartition.Code
-			continue
-		}
-		code := p.checkLeaderEpochLocked(part.CurrentLeaderEpoch)
-		p.mu.RUnlock()
+		p, _, code := rm.leaderPartition(part.TopicPartition, part.CurrentLeaderEpoch)
 		if code != 0 {
 			r.ErrorCode = code
 			continue

@@ -331,6 +331,10 @@ type partitionView struct {
 func (p *Partition) view() partitionView {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	return p.viewLocked()
+}
+
+func (p *Partition) viewLocked() partitionView {
 	return partitionView{
 		isLeader:    p.isLeaderLocked(),
 		leaderEpoch: p.leaderEpoch,

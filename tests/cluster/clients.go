@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Client returns a franz-go client seeded with every broker and otherwise default settings
@@ -67,39 +65,13 @@ func (c *Cluster) CreateTopic(topic string, partitions int32, rf int16) map[int3
 // MetadataLeaders asks the broker at addr for topic's metadata and returns partition → leader
 // (-1 with a partition error). The error is the topic-level error, if any.
 func (c *Cluster) MetadataLeaders(ctx context.Context, addr, topic string) (map[int32]int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	parts, err := MetadataPartitions(ctx, addr, topic)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, fmt.Errorf("no seed broker for %s", addr)
-	}
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = false
-	resp, err := req.RequestWith(ctx, seeds[0])
-	if err != nil {
-		return nil, err
-	}
-	out := map[int32]int32{}
-	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return out, err
-		}
-		for _, p := range t.Partitions {
-			if kerr.ErrorForCode(p.ErrorCode) != nil {
-				out[p.Partition] = -1
-				continue
-			}
-			out[p.Partition] = p.Leader
-		}
+	out := make(map[int32]int32, len(parts))
+	for p, mp := range parts {
+		out[p] = mp.Leader
 	}
 	return out, nil
 }

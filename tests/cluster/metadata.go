@@ -16,7 +16,8 @@ type MetadataPartition struct {
 }
 
 // MetadataPartitions asks the broker at addr (and only it) for topic's metadata: what that
-// broker's cache, fed by the controller's UpdateMetadata, believes.
+// broker's cache, fed by the controller's UpdateMetadata, believes. A partition with an error
+// has leader -1; the error returned is the topic-level one.
 func MetadataPartitions(ctx context.Context, addr, topic string) (map[int32]MetadataPartition, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -44,7 +45,11 @@ func MetadataPartitions(ctx context.Context, addr, topic string) (map[int32]Meta
 			return nil, err
 		}
 		for _, p := range t.Partitions {
-			out[p.Partition] = MetadataPartition{Leader: p.Leader, ISR: p.ISR}
+			mp := MetadataPartition{Leader: p.Leader, ISR: p.ISR}
+			if kerr.ErrorForCode(p.ErrorCode) != nil {
+				mp.Leader = -1 // e.g. LEADER_NOT_AVAILABLE
+			}
+			out[p.Partition] = mp
 		}
 	}
 	return out, nil
