@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -126,31 +124,8 @@ func (c *Cluster) Metrics(id int32) (string, error) {
 // text exposition.
 func MetricSamples(text, name string) []float64 {
 	var out []float64
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		metric := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			metric = line[:i]
-		}
-		if metric != name {
-			continue
-		}
-		rest := line[len(metric):]
-		if strings.HasPrefix(rest, "{") {
-			rest = rest[strings.LastIndex(rest, "}")+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, v)
+	for _, s := range MetricSamplesWithLabels(text, name) {
+		out = append(out, s.Value)
 	}
 	return out
 }
