@@ -270,6 +270,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Rack:                    cfg.BrokerRack,
 		InterBrokerListener:     cfg.InterBrokerListenerName,
 		ControllerSocketTimeout: cfg.ControllerSocketTimeout,
+		LocalAddr:               cfg.LocalAddress, // isrbroker.local.address: controller channel and ZooKeeper session
 		UncleanLeaderElection:   cfg.UncleanLeaderElectionEnable,
 		DeleteTopicEnable:       cfg.DeleteTopicEnable,
 		Registry:                reg,
@@ -302,7 +303,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ReplicaSocketTimeout:            cfg.ReplicaSocketTimeout,
 		RequestTimeout:                  cfg.RequestTimeout,
 		UncleanLeaderElection:           cfg.UncleanLeaderElectionEnable,
-		LocalAddr:                       "",
+		LocalAddr:                       cfg.LocalAddress, // isrbroker.local.address: replica fetchers
 		LogDefaults:                     logCfg,
 		Registry:                        reg,
 		Log:                             log,

@@ -97,6 +97,11 @@ type Config struct {
 
 	// isrbroker's own.
 	MetricsListen string // metrics.listen: HTTP address of /metrics, "" = disabled
+	// LocalAddress is isrbroker.local.address: the IP every outgoing connection of the broker
+	// (inter-broker fetchers, the controller channel, the ZooKeeper session) binds as its
+	// source address; "" lets the kernel choose. The fault-injection harness gives each broker
+	// its own loopback address so iptables rules can cut one link between two brokers.
+	LocalAddress string
 }
 
 // Kafka 2.4 defaults that are not simply a field value.
@@ -336,6 +341,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.MetricsListen); err != nil {
 			return invalid("metrics.listen", c.MetricsListen, "%v", err)
 		}
+	}
+	if c.LocalAddress != "" && net.ParseIP(c.LocalAddress) == nil {
+		return invalid("isrbroker.local.address", c.LocalAddress, "not an IP address")
 	}
 	return nil
 }

@@ -153,6 +153,7 @@ func TestDefaults(t *testing.T) {
 		{"controlled.shutdown.retry.backoff.ms", c.ControlledShutdownRetryBackoff, 5 * time.Second},
 		{"request.timeout.ms", c.RequestTimeout, 30 * time.Second},
 		{"metrics.listen", c.MetricsListen, ""},
+		{"isrbroker.local.address", c.LocalAddress, ""},
 		{"broker.rack", c.BrokerRack, ""},
 	}
 	for _, ch := range checks {
@@ -212,6 +213,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"controlled.shutdown.max.retries", "0",
 		"controlled.shutdown.retry.backoff.ms", "10",
 		"metrics.listen", "127.0.0.1:9101",
+		"isrbroker.local.address", "127.0.0.11",
 	)
 	c, warnings, err := Parse(p)
 	if err != nil {
@@ -272,6 +274,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownMaxRetries = 0
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
+	want.LocalAddress = "127.0.0.11"
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("got  %+v\nwant %+v", *c, want)
 	}
@@ -418,6 +421,8 @@ func TestErrors(t *testing.T) {
 
 		{"metrics.listen", with("metrics.listen", "nope"), ErrInvalidValue,
 			`invalid value "nope" for "metrics.listen": not host:port`},
+		{"isrbroker.local.address", with("isrbroker.local.address", "127.0.0.11:0"), ErrInvalidValue,
+			`invalid value "127.0.0.11:0" for "isrbroker.local.address": not an IP address`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -474,7 +479,7 @@ func TestClassify(t *testing.T) {
 		if Classify(k) != Used {
 			t.Errorf("%q not used", k)
 		}
-		if k != "metrics.listen" && !contains(kafka24BrokerKeys, k) {
+		if !contains(ownKeys, k) && !contains(kafka24BrokerKeys, k) {
 			t.Errorf("used key %q is not a Kafka 2.4 broker key", k)
 		}
 	}
@@ -699,5 +704,31 @@ func TestS24_DefaultReplicationFactorIsOneAndConfigurable(t *testing.T) {
 	}
 	if _, _, err := Parse(with("0")); err == nil || !strings.Contains(err.Error(), "default.replication.factor") {
 		t.Fatalf("0 accepted or unnamed: %v", err)
+	}
+}
+
+// isrbroker.local.address is isrbroker's own key: an IP (v4 or v6) that outgoing connections
+// bind; empty (the default) means any. A host name or host:port is rejected.
+func TestLocalAddress(t *testing.T) {
+	base := func(v string) map[string]string {
+		return map[string]string{"broker.id": "1", "zookeeper.connect": "zk:2181", "log.dirs": "d", "isrbroker.local.address": v}
+	}
+	for _, ok := range []string{"", "127.0.0.12", "::1", "10.9.0.3"} {
+		c, warnings, err := Parse(base(ok))
+		if err != nil {
+			t.Errorf("isrbroker.local.address=%q: %v", ok, err)
+			continue
+		}
+		if c.LocalAddress != ok || len(warnings) != 0 {
+			t.Errorf("isrbroker.local.address=%q: LocalAddress %q, warnings %v", ok, c.LocalAddress, warnings)
+		}
+	}
+	for _, bad := range []string{"localhost", "127.0.0.1:0", "300.1.1.1", "127.0.0.1 "} {
+		if _, _, err := Parse(base(bad)); !errors.Is(err, ErrInvalidValue) {
+			t.Errorf("isrbroker.local.address=%q: err %v, want ErrInvalidValue", bad, err)
+		}
+	}
+	if Classify("isrbroker.local.address") != Used {
+		t.Errorf("isrbroker.local.address classified %v, want Used", Classify("isrbroker.local.address"))
 	}
 }

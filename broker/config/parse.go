@@ -46,7 +46,7 @@ func ParseOverride(s string) (string, string, error) {
 }
 
 // ownKeys are isrbroker's settings that Kafka does not have.
-var ownKeys = []string{"metrics.listen"}
+var ownKeys = []string{"metrics.listen", "isrbroker.local.address"}
 
 // extraKnownKeys are settings an operator's Kafka 2.4 server.properties commonly carries that
 // are not KafkaConfig definitions but are read by Kafka's bundled plugins (the ACL authorizer).
@@ -159,6 +159,10 @@ var simpleKeys = map[string]setter{
 		return &c.ControlledShutdownRetryBackoff
 	}),
 	"metrics.listen": func(c *Config, _, raw string) error { c.MetricsListen = raw; return nil },
+	"isrbroker.local.address": func(c *Config, _, raw string) error {
+		c.LocalAddress = raw
+		return nil
+	},
 }
 
 // compositeKeys are used properties handled together in Parse because of a precedence rule

@@ -35,6 +35,10 @@ type Options struct {
 	BrokerOverrides map[int32]map[string]string
 	// NoWait skips waiting for every broker's /brokers/ids registration in Start.
 	NoWait bool
+	// OwnAddresses gives broker id its own loopback address OwnAddress(id) = 127.0.0.(10+id): its
+	// listener host, and (isrbroker.local.address) the source address of its outgoing
+	// connections, so iptables rules can cut the link between two brokers (reliability.md §6).
+	OwnAddresses bool
 }
 
 // StartTimeout bounds how long a broker may take to register in ZooKeeper. A restarted broker
@@ -141,15 +145,22 @@ func (c *Cluster) newBroker(id int32) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	host := "127.0.0.1"
+	if c.opts.OwnAddresses {
+		host = OwnAddress(id)
+	}
 	b := &Broker{
 		ID:          id,
-		Addr:        fmt.Sprintf("127.0.0.1:%d", port),
+		Addr:        net.JoinHostPort(host, strconv.Itoa(port)),
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", mport),
 		Dir:         dir,
 		LogDir:      logDir,
 		ConfigPath:  filepath.Join(dir, "server.properties"),
 		OutputPath:  filepath.Join(dir, "output.log"),
 		overrides:   map[string]string{},
+	}
+	if c.opts.OwnAddresses {
+		b.overrides["isrbroker.local.address"] = host
 	}
 	for k, v := range c.opts.Overrides {
 		b.overrides[k] = v
