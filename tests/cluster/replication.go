@@ -325,7 +325,17 @@ func CompareReplicaBatches(hw int64, logs map[int32][]SegmentBatch) string {
 func (c *Cluster) ProduceOnce(ctx context.Context, id int32, topic string, p int32, acks int16, timeout time.Duration, values ...[]byte) (int64, error) {
 	raw := EncodeBatch(0, -1, time.Now().UnixMilli(), values...)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0))
+	// kgo writes its own acks setting into every produce request it sends, so the client is
+	// configured with the acks asked for.
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0)}
+	switch acks {
+	case -1:
+	case 1:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	default:
+		return -1, fmt.Errorf("ProduceOnce: acks %d not supported (use -1 or 1)", acks)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return -1, err
 	}

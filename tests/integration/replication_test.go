@@ -548,6 +548,17 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 		return true, ""
 	})
 
+	// K2: min.insync.replicas only applies to acks=all; acks=1 is still accepted with ISR {leader}.
+	{
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		off, err := c.ProduceOnce(pctx, leader, topic, 0, 1, 2*time.Second, []byte("acks-1-below-min-isr"))
+		pcancel()
+		if err != nil {
+			t.Fatalf("acks=1 produce with ISR [%d]: %v (min.insync.replicas must not apply)", leader, err)
+		}
+		t.Logf("acks=1 with ISR [%d]: appended at offset %d", leader, off)
+	}
+
 	// One follower back: the ISR reaches min.insync.replicas and acks=all succeeds again.
 	c.StartBroker(followers[0])
 	c.WaitRegistered(followers[0])
