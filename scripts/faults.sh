@@ -5,8 +5,8 @@
 # and writes them as a table into docs/reliability.md between the markers
 #   <!-- faults.sh:begin --> and <!-- faults.sh:end -->
 # (the file is created, or the block appended, when absent), with the run's parameters, date
-# and commit. Today the scenarios are the short tier (rows 1, 5, 12, 14); the rest of the
-# matrix lands in the same package under TestFault<NN>_*.
+# and commit. The short tier (rows 1, 5, 12, 14) also runs in the ordinary test run; the rest of
+# the matrix (TestFault<NN>_*) runs only with ISRBROKER_FAULTS_FULL=1, which this script sets.
 #
 # Every broker runs on its own loopback address 127.0.0.(10+id); iptables-based scenarios need
 # root and iptables (skipped otherwise, a failure when CI is set). Rules are tagged
@@ -28,6 +28,8 @@ RUN=${FAULTS_RUN:-TestFault}
 DOC=${FAULTS_DOC:-docs/reliability.md}
 TIMEOUT=${FAULTS_TIMEOUT:-40m}
 export ISRBROKER_FAULTS_DIR=${ISRBROKER_FAULTS_DIR:-$(mktemp -d -t isrbroker-faults.XXXXXX)}
+# Every row of the matrix, not just the short tier (tests/faults/tiers_test.go: fullMatrix).
+export ISRBROKER_FAULTS_FULL=1
 LOG="$ISRBROKER_FAULTS_DIR/go-test.log"
 
 echo "faults: go test -count=1 -timeout $TIMEOUT -run '$RUN' -v ./tests/faults (logs in $ISRBROKER_FAULTS_DIR)"
