@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	metrics "github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
@@ -323,8 +324,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
 		NumPartitions:            cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		Registry:                 reg,
-		Log:                      log,
+		// Clients wait for the controller's first UpdateMetadata (registration may first wait
+		// for a stale znode of this broker to expire, up to the session timeout).
+		ClientWaitForMetadata: cfg.ZookeeperSessionTimeout + 5*time.Second,
+		Registry:              reg,
+		Log:                   log,
 	}, b.rmgr, b.zk)
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -243,11 +244,44 @@ func (c *conn) handleFrame(frame []byte) error {
 	if n := encodedLen(req); n < len(body) {
 		return fmt.Errorf("%w: %s v%d: %d of %d bytes", errTrailingGarbage, kmsg.NameForKey(key), version, n, len(body))
 	}
+	if err := c.waitForMetadata(key); err != nil {
+		return err
+	}
 	return c.enqueue(corr, func(sl *slot) {
 		r := &request{c: c, hdr: hdr, slot: sl}
 		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "api": kmsg.NameForKey(key), "version": version})
 		h.fn(c.s, r, req)
 	})
+}
+
+// waitForMetadata holds a client request (anything but ApiVersions and the controller's and
+// brokers' control requests) until the metadata cache has its first UpdateMetadata, for at most
+// Config.ClientWaitForMetadata. It runs on the reader goroutine, so the connection's order holds.
+func (c *conn) waitForMetadata(key int16) error {
+	wait := c.s.cfg.ClientWaitForMetadata
+	if wait <= 0 {
+		return nil
+	}
+	switch kmsg.Key(key) {
+	case kmsg.ApiVersions, kmsg.LeaderAndISR, kmsg.StopReplica, kmsg.UpdateMetadata, kmsg.ControlledShutdown:
+		return nil
+	}
+	ready := c.s.cache.Initialized()
+	select {
+	case <-ready:
+		return nil
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+		c.log.WithField("api", kmsg.NameForKey(key)).Warn("no UpdateMetadata from the controller yet; answering from an empty metadata cache")
+	case <-c.done:
+		return net.ErrClosed
+	}
+	return nil
 }
 
 // enqueue reserves the next in-order response slot (waiting while maxInFlight requests

@@ -93,19 +93,25 @@ func (m *MetadataSnapshot) TopicNames() []string {
 // Kafka's MetadataCache). Readers take a snapshot without blocking; an update copies what
 // it changes and swaps the pointer (copy-on-write).
 type MetadataCache struct {
-	mu      sync.Mutex // serialises updates
-	snap    atomic.Pointer[MetadataSnapshot]
-	changed atomic.Pointer[chan struct{}] // closed and replaced on every update
+	mu          sync.Mutex // serialises updates
+	snap        atomic.Pointer[MetadataSnapshot]
+	changed     atomic.Pointer[chan struct{}] // closed and replaced on every update
+	initialized chan struct{}                 // closed by the first update
+	initOnce    sync.Once
 }
 
 // NewMetadataCache returns an empty cache: no controller (-1), no brokers, no topics.
 func NewMetadataCache() *MetadataCache {
-	m := &MetadataCache{}
+	m := &MetadataCache{initialized: make(chan struct{})}
 	m.snap.Store(&MetadataSnapshot{ControllerID: -1, Brokers: map[int32]BrokerInfo{}, Topics: map[string]map[int32]PartitionInfo{}})
 	ch := make(chan struct{})
 	m.changed.Store(&ch)
 	return m
 }
+
+// Initialized is closed once the cache has applied its first UpdateMetadata: from then on it
+// knows the live brokers and partitions the controller told it about.
+func (m *MetadataCache) Initialized() <-chan struct{} { return m.initialized }
 
 // Snapshot returns the current immutable snapshot.
 func (m *MetadataCache) Snapshot() *MetadataSnapshot { return m.snap.Load() }
@@ -230,4 +236,5 @@ func (m *MetadataCache) Update(req *kmsg.UpdateMetadataRequest) {
 	ch := make(chan struct{})
 	oldCh := m.changed.Swap(&ch)
 	close(*oldCh)
+	m.initOnce.Do(func() { close(m.initialized) })
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
@@ -33,8 +34,13 @@ type Config struct {
 	AutoCreateTopics         bool  // auto.create.topics.enable
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor
-	Registry                 metrics.Registry
-	Log                      logrus.FieldLogger
+	// ClientWaitForMetadata holds client requests that arrive before the first UpdateMetadata
+	// for up to this long (0: no wait). Kafka serves clients only once the broker is registered
+	// and known to the controller; without the wait a restarting broker would answer clients
+	// from an empty metadata cache (UNKNOWN_TOPIC_OR_PARTITION for every topic).
+	ClientWaitForMetadata time.Duration
+	Registry              metrics.Registry
+	Log                   logrus.FieldLogger
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.
