@@ -155,9 +155,16 @@ func (s *scenario) finish() result {
 	}
 	divergentReplicas := checkReplicas(t, s.c, s.topic, s.assignment, waitLong)
 	// The writes have stopped: the consumer that ran through the fault must reach the end.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ends, err := s.c.EndOffsets(ctx, s.topic)
-	cancel()
+	// Leadership may still be settling after the heal (NOT_LEADER_FOR_PARTITION while brokers
+	// re-register): ask again until the answer is whole, within the U bound.
+	var ends map[int32]int64
+	var err error
+	cluster.Poll(readableWithin, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ends, err = s.c.EndOffsets(ctx, s.topic)
+		return err == nil, fmt.Sprint(err)
+	})
 	if err != nil {
 		t.Errorf("end offsets: %v", err)
 	} else if why := s.monitor.waitCaughtUp(ends, readableWithin); why != "" {
