@@ -61,6 +61,14 @@ type fakeCoord struct {
 	writes  int
 	fail    bool
 	configs map[string]map[string]string
+	// hold, when set, makes the next UpdateLeaderAndIsr apply, then signal entered and wait for
+	// release before it returns (a ZooKeeper whose answer is late, fault row 9).
+	hold *heldWrite
+}
+
+type heldWrite struct {
+	entered chan struct{}
+	release chan struct{}
 }
 
 func newFakeCoord() *fakeCoord {
@@ -71,16 +79,23 @@ var errBadVersion = errors.New("bad version")
 
 func (f *fakeCoord) UpdateLeaderAndIsr(topic string, partition int32, leader, leaderEpoch int32, isr []int32, controllerEpoch int32, zkVersion int32) (int32, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	tp := TopicPartition{Topic: topic, Partition: partition}
 	if f.fail || f.version[tp] != zkVersion {
+		f.mu.Unlock()
 		return 0, errBadVersion
 	}
 	f.writes++
 	f.version[tp]++
 	f.isr[tp] = slices.Clone(isr)
 	f.epochs[tp] = leaderEpoch
-	return f.version[tp], nil
+	v, h := f.version[tp], f.hold
+	f.hold = nil
+	f.mu.Unlock()
+	if h != nil {
+		close(h.entered)
+		<-h.release
+	}
+	return v, nil
 }
 
 func (f *fakeCoord) TopicConfig(topic string) (map[string]string, error) {

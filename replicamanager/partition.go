@@ -38,6 +38,17 @@ type Partition struct {
 	hw                     int64        // high watermark (S7)
 	followers              map[int32]*followerState
 	cfg                    topicConfig
+	isrUpdateInFlight      bool // an ISR write to ZooKeeper is under way (at most one per partition)
+}
+
+// isrUpdate is an ISR change prepared under p.mu and written to ZooKeeper without holding it,
+// so that a slow or unreachable ZooKeeper (fault row 9) does not stall produce and fetch on the
+// partition while the write retries. The local ISR changes only once ZooKeeper has the new one.
+type isrUpdate struct {
+	newIsr          []int32
+	leaderEpoch     int32
+	controllerEpoch int32
+	zkVersion       int32
 }
 
 func (p *Partition) logger() *logrus.Entry {
@@ -191,12 +202,13 @@ func (p *Partition) maybeIncrementHWLocked(now time.Time) bool {
 // HW. leaderLEO is the leader's LEO when the fetch was read. It returns whether the HW moved.
 func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogStart, leaderLEO int64, now time.Time) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if !p.isLeaderLocked() {
+		p.mu.Unlock()
 		return false
 	}
 	fs := p.followers[id]
 	if fs == nil {
+		p.mu.Unlock()
 		return false // not an assigned replica
 	}
 	if fetchOffset >= leaderLEO {
@@ -212,24 +224,32 @@ func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogS
 	fs.logStartOffset = followerLogStart
 	fs.lastFetchLeaderLEO = leaderLEO
 	fs.lastFetchTime = now
-	p.maybeExpandIsrLocked(id, fs)
-	return p.maybeIncrementHWLocked(now)
+	expand := p.maybeExpandIsrLocked(id, fs)
+	moved := p.maybeIncrementHWLocked(now)
+	p.mu.Unlock()
+	if expand != nil {
+		p.writeIsr(expand, func() {
+			p.rm.metrics.isrExpands.Mark(1)
+			p.logger().WithFields(logrus.Fields{"follower": id, "isr": p.isr}).Info("expanded ISR")
+			if p.maybeIncrementHWLocked(p.rm.now()) {
+				moved = true
+			}
+		})
+	}
+	return moved
 }
 
-// maybeExpandIsrLocked adds a follower to the ISR once its LEO reaches the HW and the start offset
-// of the leader's epoch (K4, KAFKA-7128). No lag-time check applies here.
-func (p *Partition) maybeExpandIsrLocked(id int32, fs *followerState) {
+// maybeExpandIsrLocked prepares adding a follower to the ISR once its LEO reaches the HW and the
+// start offset of the leader's epoch (K4, KAFKA-7128). No lag-time check applies here. The caller
+// writes the returned update with writeIsr after releasing p.mu.
+func (p *Partition) maybeExpandIsrLocked(id int32, fs *followerState) *isrUpdate {
 	if slices.Contains(p.isr, id) || !slices.Contains(p.assigned, id) {
-		return
+		return nil
 	}
 	if fs.leo < p.hw || fs.leo < p.leaderEpochStartOffset {
-		return
+		return nil
 	}
-	newIsr := append(slices.Clone(p.isr), id)
-	if p.writeIsrLocked(newIsr) {
-		p.rm.metrics.isrExpands.Mark(1)
-		p.logger().WithFields(logrus.Fields{"follower": id, "isr": p.isr}).Info("expanded ISR")
-	}
+	return p.prepareIsrUpdateLocked(append(slices.Clone(p.isr), id))
 }
 
 // outOfSyncReplicasLocked returns the ISR followers that are behind the leader's LEO and have not
@@ -258,12 +278,13 @@ func (p *Partition) outOfSyncReplicasLocked(now time.Time) []int32 {
 // It returns whether the HW moved.
 func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if !p.isLeaderLocked() {
+		p.mu.Unlock()
 		return false
 	}
 	out := p.outOfSyncReplicasLocked(now)
 	if len(out) == 0 {
+		p.mu.Unlock()
 		return false
 	}
 	newIsr := make([]int32, 0, len(p.isr))
@@ -272,30 +293,54 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 			newIsr = append(newIsr, id)
 		}
 	}
-	if !p.writeIsrLocked(newIsr) {
+	u := p.prepareIsrUpdateLocked(newIsr)
+	p.mu.Unlock()
+	if u == nil {
 		return false
 	}
-	p.rm.metrics.isrShrinks.Mark(1)
-	p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.isr, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("shrank ISR")
-	return p.maybeIncrementHWLocked(now)
+	moved := false
+	p.writeIsr(u, func() {
+		p.rm.metrics.isrShrinks.Mark(1)
+		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.isr, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("shrank ISR")
+		moved = p.maybeIncrementHWLocked(p.rm.now())
+	})
+	return moved
 }
 
-// writeIsrLocked writes a new ISR to ZooKeeper as a compare-and-set on the partition state's
-// zkVersion, keeping the leader epoch and the electing controller's epoch (K3, pre-2.7 rule). On a
-// version conflict the leader does not retry: it waits for the controller's next LeaderAndIsr.
-func (p *Partition) writeIsrLocked(newIsr []int32) bool {
-	if p.rm.isr == nil {
-		return false
+// prepareIsrUpdateLocked starts an ISR change from the current leader state, or returns nil when
+// there is no ISR writer or another change is still being written.
+func (p *Partition) prepareIsrUpdateLocked(newIsr []int32) *isrUpdate {
+	if p.rm.isr == nil || p.isrUpdateInFlight {
+		return nil
 	}
-	v, err := p.rm.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.rm.cfg.BrokerID, p.leaderEpoch, newIsr, p.controllerEpoch, p.zkVersion)
+	p.isrUpdateInFlight = true
+	return &isrUpdate{newIsr: newIsr, leaderEpoch: p.leaderEpoch, controllerEpoch: p.controllerEpoch, zkVersion: p.zkVersion}
+}
+
+// writeIsr writes a prepared ISR change to ZooKeeper as a compare-and-set on the partition
+// state's zkVersion, keeping the leader epoch and the electing controller's epoch (K3, pre-2.7
+// rule). It is called without p.mu. On success the new ISR and zkVersion are applied under p.mu
+// and applied runs (still under p.mu), unless a LeaderAndIsr has meanwhile changed the leader
+// epoch or the zkVersion: then the controller's newer state stands. On a version conflict the
+// leader does not retry: it waits for the controller's next LeaderAndIsr.
+func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
+	v, err := p.rm.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.rm.cfg.BrokerID, u.leaderEpoch, u.newIsr, u.controllerEpoch, u.zkVersion)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isrUpdateInFlight = false
 	if err != nil {
 		p.rm.metrics.failedIsrUpdates.Mark(1)
-		p.logger().WithFields(logrus.Fields{"zkVersion": p.zkVersion, "newIsr": newIsr, "controllerEpoch": p.controllerEpoch}).WithError(err).
+		p.logger().WithFields(logrus.Fields{"zkVersion": u.zkVersion, "newIsr": u.newIsr, "controllerEpoch": u.controllerEpoch}).WithError(err).
 			Warn("cached zkVersion not equal to that in ZooKeeper, skip updating ISR")
 		return false
 	}
-	p.isr = newIsr
+	if !p.isLeaderLocked() || p.leaderEpoch != u.leaderEpoch || p.zkVersion != u.zkVersion {
+		p.logger().WithFields(logrus.Fields{"newIsr": u.newIsr, "zkVersion": v}).Info("ISR write superseded by a LeaderAndIsr received meanwhile")
+		return false
+	}
+	p.isr = u.newIsr
 	p.zkVersion = v
+	applied()
 	return true
 }
 
