@@ -7,6 +7,7 @@
 # (the file is created, or the block appended, when absent), with the run's parameters, date
 # and commit. The short tier (rows 1, 5, 12, 14) also runs in the ordinary test run; the rest of
 # the matrix (TestFault<NN>_*) runs only with ISRBROKER_FAULTS_FULL=1, which this script sets.
+# Row 14's second half follows: every fuzz target of the repository for FUZZ_TIME each.
 #
 # Every broker runs on its own loopback address 127.0.0.(10+id); iptables-based scenarios need
 # root and iptables (skipped otherwise, a failure when CI is set). Rules are tagged
@@ -16,6 +17,7 @@
 #   FAULTS_RUN       go test -run pattern (default TestFault)
 #   FAULTS_DOC       file to update (default docs/reliability.md; "-" = print only)
 #   FAULTS_TIMEOUT   go test -timeout (default 40m)
+#   FUZZ_TIME        -fuzztime per fuzz target (default 60s; 0 skips fuzzing)
 #   ISRBROKER_FAULTS_DIR  where the producers' acknowledgement logs go (default: a temp dir,
 #                    kept and printed at the end)
 # Exit status: go test's.
@@ -23,6 +25,11 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+
+# ZooKeeper (and iptables) as the README test command installs them; with CI set, a scenario
+# that cannot run for want of ZooKeeper, root or iptables fails instead of being skipped.
+bash scripts/install-deps.sh
+export CI=${CI:-true}
 
 RUN=${FAULTS_RUN:-TestFault}
 DOC=${FAULTS_DOC:-docs/reliability.md}
@@ -37,6 +44,30 @@ start=$SECONDS
 go test -count=1 -timeout "$TIMEOUT" -run "$RUN" -v ./tests/faults 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 took=$((SECONDS - start))
+PARAMS=$(sed -n 's/^faults-parameters: //p' "$LOG" | head -1)
+
+# Row 14, second half: `go test -fuzz` on every fuzz target (bad input must never crash).
+FUZZ_TIME=${FUZZ_TIME:-60s}
+FUZZ_ROWS=""
+if [[ "$FUZZ_TIME" != "0" ]]; then
+	while IFS=: read -r file fn; do
+		pkg="./$(dirname "${file#./}")"
+		name=${fn#func }
+		name=${name%%(*}
+		flog="$ISRBROKER_FAULTS_DIR/fuzz-$name.log"
+		echo "faults: go test -run '^\$' -fuzz '^$name\$' -fuzztime $FUZZ_TIME $pkg"
+		go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZ_TIME" "$pkg" >"$flog" 2>&1
+		fstatus=$?
+		execs=$(grep -o 'execs: [0-9]*' "$flog" | tail -1 | awk '{print $2}')
+		verdict=PASS
+		if [[ $fstatus -ne 0 ]]; then
+			verdict=FAIL
+			status=1
+			tail -20 "$flog"
+		fi
+		FUZZ_ROWS+="| $pkg | $name | $FUZZ_TIME | ${execs:-?} | $verdict |"$'\n'
+	done < <(grep -rn --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*(' . | sed 's/:[0-9]*:/:/' | sort)
+fi
 
 # One table row per result line; the test's PASS/FAIL comes from go test's own summary lines.
 TABLE=$(awk '
@@ -72,19 +103,26 @@ BLOCK=$(
 	cat <<EOF
 <!-- faults.sh:begin -->
 Run by \`scripts/faults.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit, $(go version | awk '{print $3}'),
-$(nproc) CPUs, Linux $(uname -r); \`go test -run '$RUN' ./tests/faults\` took ${took} s (exit status $status).
+$(nproc) CPUs, Linux $(uname -r); \`go test -run '$RUN' ./tests/faults\` took ${took} s; exit status $status
+(fault scenarios and fuzzing together).
 
-Parameters (tests/faults/harness_test.go): ZooKeeper standalone (tickTime 1000); 3 brokers, broker N on 127.0.0.(10+N)
-with outgoing connections bound to it; topic of 3 partitions, RF=3, \`min.insync.replicas=2\`,
-\`unclean.leader.election.enable=false\`, \`auto.leader.rebalance.enable=false\`, \`zookeeper.session.timeout.ms=6000\`,
-\`replica.lag.time.max.ms=5000\`. Workload: franz-go producer, acks=all, idempotent when the brokers offer InitProducerId
-(\`idempotent=false\` in the last column otherwise), 500 records/s round-robin over the partitions, unique values,
+Parameters, as the tests printed them: \`${PARAMS:-not printed}\`. ZooKeeper standalone (tickTime 1000); 3 brokers,
+broker N on 127.0.0.(10+N) with outgoing connections bound to it; \`unclean.leader.election.enable=false\`,
+\`auto.leader.rebalance.enable=false\`. Workload: franz-go producer, acks=all, idempotent when the brokers offer InitProducerId
+(\`idempotent=false\` in the last column otherwise), \`producer_rate\` records/s round-robin over the partitions, unique values,
 every acknowledgement logged; an assign-mode consumer reading from the start during the run; after healing a fresh
 client reads every partition from the start. Scenario 05 adds an acks=1 producer whose loss is counted apart
 (\`acks1_*\`). \`new leader\`: fault → first state znode with another leader; \`longest unavailability\`: longest gap
 between two acknowledgements on one partition; \`readable\`: healing → everything read by a fresh client.
 
 $TABLE
+
+Row 14, fuzzing (\`go test -fuzz\`, $FUZZ_TIME per target; a failure's input lands in the package's testdata/fuzz):
+
+| package | target | time | execs | result |
+|---|---|---|---|---|
+${FUZZ_ROWS:-| (fuzzing skipped: FUZZ_TIME=0) | | | | |
+}
 <!-- faults.sh:end -->
 EOF
 )

@@ -257,7 +257,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	s.finish()
 }
 
-// Row 8 (S14): isolate one follower (not the controller) from its peers for 30 s, ZooKeeper
+// Row 8 (S14): isolate one follower (not the controller) from its peers for 60 s, ZooKeeper
 // kept. The leaders drop it from the ISR within 15 s; after healing it is back in every ISR
 // within 120 s; L and the other checkers hold; at least 25,000 acknowledged in all.
 func TestFault08_FollowerPartition(t *testing.T) {
@@ -289,7 +289,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 			follows = append(follows, p)
 		}
 	}
-	const isolated = 30 * time.Second
+	const isolated = 60 * time.Second // reliability.md §6 row 8
 	peers := netPeers(s.c, victim)
 	s.fault(victim, fmt.Sprintf("isolate follower %d from peers %v for %v (it follows %v, leads %v; controller %d)", victim, peers, isolated, follows, leads, ctrl))
 	for _, peer := range peers {
@@ -318,7 +318,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 	if shrinkTook > 15*time.Second {
 		t.Errorf("ISR shrink took %v, want ≤ 15 s (replica.lag.time.max.ms %v)", shrinkTook, replicaLagMax)
 	}
-	s.extra = append(s.extra, "isr_shrink="+fmtDur(shrinkTook))
+	s.extra = append(s.extra, "isolated="+fmtDur(isolated), "isr_shrink="+fmtDur(shrinkTook))
 	for _, p := range follows {
 		s.all.waitAcks(t, p, 200, waitLong, "on a partition the isolated follower follows")
 	}
@@ -483,7 +483,7 @@ func TestFault10_ZooKeeperDown(t *testing.T) {
 	s.finish()
 }
 
-// Row 13 (all checkers; Jepsen's nemesis scaled to the 3-minute budget): every 15 s for 120 s
+// Row 13 (all checkers; Jepsen's nemesis as reliability.md §6 scales it): every 15 s for 300 s
 // one random fault on one random broker: SIGKILL then restart, SIGSTOP then SIGCONT, cut from its
 // peers, or cut from ZooKeeper, held 4–11 s, then healed, one fault at a time. A final heal;
 // everything readable within 60 s (U); L, D, O, M, R, E. ISRBROKER_FAULTS_SEED replays a run.
@@ -509,7 +509,7 @@ func TestFault13_RandomMix(t *testing.T) {
 	})
 
 	const (
-		rounds = 8
+		rounds = 20 // reliability.md §6 row 13: a fault every 15 s for 300 s
 		period = 15 * time.Second
 	)
 	kinds := []string{"kill", "pause", "partition", "zk-cut"}
@@ -553,7 +553,7 @@ func TestFault13_RandomMix(t *testing.T) {
 	s.waitFullISR(2 * waitLong)
 	s.all.waitAcks(t, -1, 500, waitLong, "after the final heal")
 	s.victim = -1 // many faults: new_leader would describe only the last one
-	s.extra = append(s.extra, "faults="+strings.Join(done, ","))
+	s.extra = append(s.extra, fmt.Sprintf("rounds=%d", rounds), "faults="+strings.Join(done, ","))
 	s.finish()
 }
 

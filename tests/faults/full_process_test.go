@@ -19,9 +19,8 @@ import (
 // processBounces is the number of bounces of rows 2, 3 and 4 (the matrix says ×5).
 const processBounces = 5
 
-// processDoubleFailovers is N of row 11: the matrix proposes ×20; 5 keeps the scenario within
-// about three minutes on the shared 2-core machine.
-const processDoubleFailovers = 5
+// processDoubleFailovers is N of row 11 (reliability.md §6: ×20).
+const processDoubleFailovers = 20
 
 // processCleanBounceLimit is row 3's bound on the unavailability one controlled shutdown may
 // cause (K7: leadership moves before the broker stops serving).

@@ -52,9 +52,8 @@ type producer struct {
 	done     chan struct{}
 }
 
-// producerRate is records per second per producer: a steady load a shared 2-core machine keeps
-// up with next to three brokers and ZooKeeper (reliability.md §6 proposes 1000/s).
-const producerRate = 500
+// producerRate is records per second per producer, reliability.md §6's 1000/s.
+const producerRate = 1000
 
 // ackLogDir is where acknowledgement logs go: $ISRBROKER_FAULTS_DIR when set (scripts/faults.sh
 // keeps them), otherwise the test's temporary directory.
