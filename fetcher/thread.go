@@ -725,6 +725,31 @@ func (t *fetcherThread) listOffsetsErrorLocked(tp TopicPartition, s *partitionSt
 	t.delayLocked(s)
 }
 
+// outOfRangeAnswerLocked takes one partition's ListOffsets(which) answer during out-of-range
+// handling: it returns the partition's state and local LEO, or ok=false when the partition moved
+// on meanwhile, the request failed (back off) or the leader answered an error.
+func (t *fetcherThread) outOfRangeAnswerLocked(tp TopicPartition, ss sentState, which string, err error, codes map[TopicPartition]int16) (s *partitionState, localLEO int64, ok bool) {
+	s = t.currentLocked(tp, ss, phaseFetching)
+	if s == nil {
+		return nil, 0, false
+	}
+	if err != nil {
+		t.plog(tp, s).WithError(err).Warnf("ListOffsets(%s) failed; backing off", which)
+		t.delayLocked(s)
+		return nil, 0, false
+	}
+	if code, bad := codes[tp]; bad {
+		t.listOffsetsErrorLocked(tp, s, code)
+		return nil, 0, false
+	}
+	localLEO, lerr := t.local.LogEndOffset(tp)
+	if lerr != nil {
+		t.localErrorLocked(tp, s, "LogEndOffset", lerr)
+		return nil, 0, false
+	}
+	return s, localLEO, true
+}
+
 // handleOutOfRange is OFFSET_OUT_OF_RANGE handling (kafka-zk-reference §4 fetchOffsetAndTruncate).
 // It never exits the process (KAFKA-7414).
 //   - S19: leader LEO < local LEO (only after an unclean election): truncate to the leader's LEO.
@@ -739,22 +764,8 @@ func (t *fetcherThread) handleOutOfRange(parts map[TopicPartition]sentState) {
 	needEarliest := make(map[TopicPartition]sentState)
 	t.mu.Lock()
 	for tp, ss := range parts {
-		s := t.currentLocked(tp, ss, phaseFetching)
-		if s == nil {
-			continue
-		}
-		if err != nil {
-			t.plog(tp, s).WithError(err).Warn("ListOffsets(LATEST) failed; backing off")
-			t.delayLocked(s)
-			continue
-		}
-		if code, bad := codes[tp]; bad {
-			t.listOffsetsErrorLocked(tp, s, code)
-			continue
-		}
-		localLEO, lerr := t.local.LogEndOffset(tp)
-		if lerr != nil {
-			t.localErrorLocked(tp, s, "LogEndOffset", lerr)
+		s, localLEO, ok := t.outOfRangeAnswerLocked(tp, ss, "LATEST", err, codes)
+		if !ok {
 			continue
 		}
 		leaderLEO := latest[tp]
@@ -784,22 +795,8 @@ func (t *fetcherThread) handleOutOfRange(parts map[TopicPartition]sentState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for tp, ss := range needEarliest {
-		s := t.currentLocked(tp, ss, phaseFetching)
-		if s == nil {
-			continue
-		}
-		if err != nil {
-			t.plog(tp, s).WithError(err).Warn("ListOffsets(EARLIEST) failed; backing off")
-			t.delayLocked(s)
-			continue
-		}
-		if code, bad := codes[tp]; bad {
-			t.listOffsetsErrorLocked(tp, s, code)
-			continue
-		}
-		localLEO, lerr := t.local.LogEndOffset(tp)
-		if lerr != nil {
-			t.localErrorLocked(tp, s, "LogEndOffset", lerr)
+		s, localLEO, ok := t.outOfRangeAnswerLocked(tp, ss, "EARLIEST", err, codes)
+		if !ok {
 			continue
 		}
 		leaderStart := earliest[tp]

@@ -39,6 +39,11 @@ export ISRBROKER_FAULTS_DIR=${ISRBROKER_FAULTS_DIR:-$(mktemp -d -t isrbroker-fau
 export ISRBROKER_FAULTS_FULL=1
 LOG="$ISRBROKER_FAULTS_DIR/go-test.log"
 
+# The commit is taken before the run: go test compiles the tree as it is now.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then
+	commit="$commit (with uncommitted changes)"
+fi
 echo "faults: go test -count=1 -timeout $TIMEOUT -run '$RUN' -v ./tests/faults (logs in $ISRBROKER_FAULTS_DIR)"
 start=$SECONDS
 go test -count=1 -timeout "$TIMEOUT" -run "$RUN" -v ./tests/faults 2>&1 | tee "$LOG"
@@ -49,6 +54,7 @@ PARAMS=$(sed -n 's/^faults-parameters: //p' "$LOG" | head -1)
 # Row 14, second half: `go test -fuzz` on every fuzz target (bad input must never crash).
 FUZZ_TIME=${FUZZ_TIME:-60s}
 FUZZ_ROWS=""
+fuzz_start=$SECONDS
 if [[ "$FUZZ_TIME" != "0" ]]; then
 	while IFS=: read -r file fn; do
 		pkg="./$(dirname "${file#./}")"
@@ -68,6 +74,7 @@ if [[ "$FUZZ_TIME" != "0" ]]; then
 		FUZZ_ROWS+="| $pkg | $name | $FUZZ_TIME | ${execs:-?} | $verdict |"$'\n'
 	done < <(grep -rn --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*(' . | sed 's/:[0-9]*:/:/' | sort)
 fi
+fuzz_took=$((SECONDS - ${fuzz_start:-$SECONDS}))
 
 # One table row per result line; the test's PASS/FAIL comes from go test's own summary lines.
 TABLE=$(awk '
@@ -95,16 +102,12 @@ TABLE=$(awk '
 		for (t in result) if (result[t] == "SKIP") print "| (skipped) | | | | | | | | " t " SKIP |"
 	}' "$LOG")
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then
-	commit="$commit (with uncommitted changes)"
-fi
 BLOCK=$(
 	cat <<EOF
 <!-- faults.sh:begin -->
 Run by \`scripts/faults.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit, $(go version | awk '{print $3}'),
-$(nproc) CPUs, Linux $(uname -r); \`go test -run '$RUN' ./tests/faults\` took ${took} s; exit status $status
-(fault scenarios and fuzzing together).
+$(nproc) CPUs, Linux $(uname -r); \`go test -run '$RUN' ./tests/faults\` took ${took} s, fuzzing ${fuzz_took} s;
+exit status $status (fault scenarios and fuzzing together).
 
 Parameters, as the tests printed them: \`${PARAMS:-not printed}\`. ZooKeeper standalone (tickTime 1000); 3 brokers,
 broker N on 127.0.0.(10+N) with outgoing connections bound to it; \`unclean.leader.election.enable=false\`,

@@ -19,20 +19,11 @@ type MetadataPartition struct {
 // broker's cache, fed by the controller's UpdateMetadata, believes. A partition with an error
 // has leader -1; the error returned is the topic-level one.
 func MetadataPartitions(ctx context.Context, addr, topic string) (map[int32]MetadataPartition, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return nil, fmt.Errorf("no seed broker for %s", addr)
-	}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, seeds[0])
+	resp, err := brokerRequest[*kmsg.MetadataResponse](ctx, req, kgo.SeedBrokers(addr))
 	if err != nil {
 		return nil, err
 	}
@@ -53,4 +44,29 @@ func MetadataPartitions(ctx context.Context, addr, topic string) (map[int32]Meta
 		}
 	}
 	return out, nil
+}
+
+// brokerRequest sends req to one broker only, the single seed broker in opts, on a client made
+// for this request (opts also carry settings kgo writes into the request, such as acks), and
+// returns its response.
+func brokerRequest[R kmsg.Response](ctx context.Context, req kmsg.Request, opts ...kgo.Opt) (R, error) {
+	var zero R
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return zero, err
+	}
+	defer cl.Close()
+	seeds := cl.SeedBrokers()
+	if len(seeds) != 1 {
+		return zero, fmt.Errorf("brokerRequest: want one seed broker, have %d", len(seeds))
+	}
+	resp, err := seeds[0].Request(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := resp.(R)
+	if !ok {
+		return zero, fmt.Errorf("brokerRequest: answer of type %T", resp)
+	}
+	return r, nil
 }

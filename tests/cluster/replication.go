@@ -77,15 +77,6 @@ func SameMembers(a, b []int32) bool {
 // as a consumer (latest = HW), a broker id asks as a replica (latest = LEO). A partition error is
 // returned as the kerr error.
 func (c *Cluster) ListOffset(ctx context.Context, id int32, topic string, p int32, timestamp int64, replicaID int32) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(id)))
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return -1, fmt.Errorf("no seed broker for %s", c.Addr(id))
-	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = replicaID
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -95,7 +86,7 @@ func (c *Cluster) ListOffset(ctx context.Context, id int32, topic string, p int3
 	rp.Timestamp = timestamp
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, seeds[0])
+	resp, err := brokerRequest[*kmsg.ListOffsetsResponse](ctx, req, kgo.SeedBrokers(c.Addr(id)))
 	if err != nil {
 		return -1, err
 	}
@@ -335,15 +326,6 @@ func (c *Cluster) ProduceOnce(ctx context.Context, id int32, topic string, p int
 	default:
 		return -1, fmt.Errorf("ProduceOnce: acks %d not supported (use -1 or 1)", acks)
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	seeds := cl.SeedBrokers()
-	if len(seeds) == 0 {
-		return -1, fmt.Errorf("no seed broker for %s", c.Addr(id))
-	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = acks
 	req.TimeoutMillis = int32(timeout.Milliseconds())
@@ -354,7 +336,7 @@ func (c *Cluster) ProduceOnce(ctx context.Context, id int32, topic string, p int
 	rp.Records = raw
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, seeds[0])
+	resp, err := brokerRequest[*kmsg.ProduceResponse](ctx, req, opts...)
 	if err != nil {
 		return -1, err
 	}

@@ -38,10 +38,7 @@ func TestFault06_ZombieController(t *testing.T) {
 
 	zombie, oldEpoch := s.c.WaitController(30 * time.Second)
 	epochOffset := netControllerEpochOffset(t, s.c)
-	_, regBefore, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(zombie))
-	if err != nil {
-		t.Fatal(err)
-	}
+	regBefore := s.registration(zombie)
 	outBefore := len(s.c.Output(zombie))
 	frozen := sessionTimeout * 3 / 2
 	s.fault(zombie, fmt.Sprintf("SIGSTOP the controller for %v (controller_epoch %d)", frozen, oldEpoch))
@@ -83,13 +80,7 @@ func TestFault06_ZombieController(t *testing.T) {
 		t.Errorf("the zombie controller %d never logged resigning after waking:\n%s", zombie, s.c.Tail(zombie, 40))
 	}
 	s.extra = append(s.extra, fmt.Sprintf("zombie_resigned=%v", ok))
-	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(zombie))
-		if err != nil {
-			return false, fmt.Sprintf("broker %d not re-registered: %v", zombie, err)
-		}
-		return reg.Czxid != regBefore.Czxid, fmt.Sprintf("broker %d still has its old registration", zombie)
-	})
+	s.waitReregistered(zombie, regBefore)
 
 	// What the zombie's queued requests would meet: every broker, the zombie included once the
 	// new controller has reached it, refuses a LeaderAndIsr of the old controller epoch.
@@ -180,10 +171,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	leader := s.leader(p)
 	leaderIP, leaderPort := netHostPort(t, s.c.Addr(leader))
 	peers := netPeers(s.c, leader)
-	_, regBefore, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(leader))
-	if err != nil {
-		t.Fatal(err)
-	}
+	regBefore := s.registration(leader)
 
 	// Phase a: the followers cannot reach the leader; the leader still reaches ZooKeeper.
 	s.fault(leader, fmt.Sprintf("phase a: drop peers %v -> leader %d of partition %d (port %d); controller %d", peers, leader, p, leaderPort, ctrl))
@@ -237,13 +225,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	f.Heal()
 	healAt := time.Now()
 	s.heal(fmt.Sprintf("every rule around broker %d removed", leader))
-	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(leader))
-		if err != nil {
-			return false, fmt.Sprintf("broker %d not re-registered: %v", leader, err)
-		}
-		return reg.Czxid != regBefore.Czxid, fmt.Sprintf("broker %d still has its old registration", leader)
-	})
+	s.waitReregistered(leader, regBefore)
 	s.waitFullISR(2 * waitLong)
 	s.all.waitAcks(t, p, 300, waitLong, "on the partition after healing")
 
@@ -371,10 +353,7 @@ func TestFault09_BrokerZooKeeperCut(t *testing.T) {
 	ctrl, _ := s.c.WaitController(30 * time.Second)
 	p := s.partitionNotLedBy(ctrl)
 	victim := s.leader(p)
-	_, regBefore, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-	if err != nil {
-		t.Fatal(err)
-	}
+	regBefore := s.registration(victim)
 	zkIP, zkPort := netHostPort(t, s.c.ZK.Addr)
 	s.fault(victim, fmt.Sprintf("drop leader %d (partition %d) -> ZooKeeper %s; controller %d", victim, p, s.c.ZK.Addr, ctrl))
 	f.Drop(cluster.OwnAddress(victim), zkIP, zkPort)
@@ -409,13 +388,7 @@ func TestFault09_BrokerZooKeeperCut(t *testing.T) {
 
 	f.Heal()
 	s.heal(fmt.Sprintf("broker %d reaches ZooKeeper again", victim))
-	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-		if err != nil {
-			return false, fmt.Sprintf("broker %d not re-registered: %v", victim, err)
-		}
-		return reg.Czxid != regBefore.Czxid, fmt.Sprintf("broker %d still has its old registration (its session did not expire)", victim)
-	})
+	s.waitReregistered(victim, regBefore)
 	s.waitFullISR(waitLong)
 	s.all.waitAcks(t, -1, 500, waitLong, "after the broker rejoined")
 	s.finish()

@@ -414,3 +414,27 @@ func iptables(args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, args...)...).CombinedOutput()
 	return string(out), err
 }
+
+// registration returns the czxid of broker id's /brokers/ids znode: a different one later means
+// the broker's session ended and it registered again.
+func (s *scenario) registration(id int32) int64 {
+	s.t.Helper()
+	_, st, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return st.Czxid
+}
+
+// waitReregistered waits until broker id holds a registration other than the one with czxid:
+// its old ZooKeeper session expired and it registered again.
+func (s *scenario) waitReregistered(id int32, czxid int64) {
+	s.t.Helper()
+	cluster.WaitFor(s.t, waitLong, func() (bool, string) {
+		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+		if err != nil {
+			return false, fmt.Sprintf("broker %d not re-registered: %v", id, err)
+		}
+		return reg.Czxid != czxid, fmt.Sprintf("broker %d still has its old registration (its session did not expire)", id)
+	})
+}

@@ -68,10 +68,7 @@ func TestFault05_ZombieLeader(t *testing.T) {
 	ctrl, _ := s.c.WaitController(30 * time.Second)
 	p := s.partitionNotLedBy(ctrl)
 	victim := s.leader(p)
-	_, regBefore, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-	if err != nil {
-		t.Fatal(err)
-	}
+	regBefore := s.registration(victim)
 	frozen := sessionTimeout * 3 / 2
 	s.fault(victim, fmt.Sprintf("SIGSTOP the leader of partition %d for %v (controller is %d)", p, frozen, ctrl))
 	s.c.Stop(victim)
@@ -115,13 +112,7 @@ func TestFault05_ZombieLeader(t *testing.T) {
 		s.extra = append(s.extra, "fenced_after="+fmtDur(fencedAfter))
 	}
 
-	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-		if err != nil {
-			return false, fmt.Sprintf("broker %d not re-registered: %v", victim, err)
-		}
-		return reg.Czxid != regBefore.Czxid, fmt.Sprintf("broker %d still has its old registration (its session did not expire)", victim)
-	})
+	s.waitReregistered(victim, regBefore)
 	s.waitFullISR(waitLong)
 	s.all.waitAcks(t, -1, 500, waitLong, "after the zombie rejoined")
 	s.finish()
@@ -215,10 +206,7 @@ func TestFault14_BadInput(t *testing.T) {
 	victim := s.leader(0)
 	addr := s.c.Addr(victim)
 	pid := s.c.Pid(victim)
-	_, regBefore, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-	if err != nil {
-		t.Fatal(err)
-	}
+	regBefore := s.registration(victim)
 	failures := map[string]int{}
 	round := func() {
 		for _, f := range badInputRound(addr, s.topic) {
@@ -255,7 +243,7 @@ func TestFault14_BadInput(t *testing.T) {
 		t.Fatalf("broker %d died on bad input:\n%s", victim, s.c.Tail(victim, 30))
 	}
 	_, regAfter, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
-	if err != nil || regAfter.Czxid != regBefore.Czxid {
+	if err != nil || regAfter.Czxid != regBefore {
 		t.Errorf("broker %d lost its registration during the bad input: %v", victim, err)
 	}
 	s.all.waitAcks(t, 0, 200, waitLong, "on partition 0 after the bad input")
