@@ -14,7 +14,6 @@ type batch struct {
 	umBrokers    map[int32]bool
 	umFull       map[int32]bool
 	umParts      map[TopicPartition]bool
-	deleting     map[TopicPartition]bool // sent with leader -2 (LeaderDuringDelete)
 	stop         map[int32]map[bool][]TopicPartition
 }
 
@@ -25,7 +24,6 @@ func (ct *controller) newBatch() *batch {
 		umBrokers:    map[int32]bool{},
 		umFull:       map[int32]bool{},
 		umParts:      map[TopicPartition]bool{},
-		deleting:     map[TopicPartition]bool{},
 		stop:         map[int32]map[bool][]TopicPartition{},
 	}
 }
@@ -199,7 +197,7 @@ func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.R
 		p.Partition = tp.Partition
 		p.ControllerEpoch = st.controllerEpoch
 		p.Leader = st.leader
-		if b.deleting[tp] {
+		if ct.deleting[tp.Topic] {
 			p.Leader = leaderDuringDelete
 		}
 		p.LeaderEpoch = st.leaderEpoch

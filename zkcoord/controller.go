@@ -85,6 +85,11 @@ type controller struct {
 	shuttingDown map[int32]bool
 	// reassigning holds the partitions being reassigned (reassign.go).
 	reassigning map[TopicPartition]*reassignCtx
+	// deleting holds the topics queued for deletion (/admin/delete_topics) whose znodes are not
+	// yet removed because a replica's broker is offline (Kafka's TopicDeletionManager: deletion
+	// is ineligible until every replica's broker is back). Their partitions are not elected and
+	// get no LeaderAndIsr; UpdateMetadata names them with leader -2.
+	deleting map[string]bool
 
 	mActive   metrics.Gauge
 	mOffline  metrics.Gauge
@@ -113,6 +118,7 @@ func (ct *controller) resetContext() {
 	ct.states = map[TopicPartition]*leaderIsr{}
 	ct.shuttingDown = map[int32]bool{}
 	ct.reassigning = map[TopicPartition]*reassignCtx{}
+	ct.deleting = map[string]bool{}
 	if ct.senders == nil {
 		ct.senders = map[int32]*brokerSender{}
 	}
@@ -464,7 +470,8 @@ func (ct *controller) onControllerFailover() error {
 	if err != nil {
 		return err
 	}
-	if _, err := ct.watchChildren(pathDeleteTopics, evDeleteTopics); err != nil {
+	queued, err := ct.watchChildren(pathDeleteTopics, evDeleteTopics)
+	if err != nil {
 		return err
 	}
 	notes, err := ct.watchChildren(pathIsrChange, evIsrChange)
@@ -496,15 +503,25 @@ func (ct *controller) onControllerFailover() error {
 			}
 		}
 	}
+	if ct.c.cfg.DeleteTopicEnable {
+		for _, t := range queued {
+			if _, ok := ct.assignments[t]; ok {
+				ct.deleting[t] = true // resumed by processDeleteTopics below
+			}
+		}
+	}
 	for _, id := range sortedIDs(ct.live) {
 		ct.startSender(ct.live[id])
 	}
 	b := ct.newBatch()
 	// UpdateMetadata to all live brokers before the state machines (Kafka's order).
 	b.fullUpdateMetadata(ct.liveIDs())
-	// Replica state machine startup: every live replica gets a LeaderAndIsr.
+	// Replica state machine startup: every live replica gets a LeaderAndIsr (not those of
+	// topics queued for deletion).
 	for _, tp := range ct.sortedStates() {
-		b.addLeaderAndIsr(ct.liveReplicas(tp), tp, false)
+		if !ct.deleting[tp.Topic] {
+			b.addLeaderAndIsr(ct.liveReplicas(tp), tp, false)
+		}
 	}
 	b.send()
 	// Partition state machine startup: elect new and offline partitions.
@@ -660,7 +677,23 @@ func (ct *controller) processBrokerChange() error {
 		}
 	}
 	b.send()
+	if ct.deletionWaitsFor(append(newIDs, bouncedIDs...)) {
+		// A broker holding a replica of a topic queued for deletion is back: retry the deletion.
+		return ct.processDeleteTopics()
+	}
 	return nil
+}
+
+// deletionWaitsFor reports whether a topic queued for deletion has a replica on one of ids.
+func (ct *controller) deletionWaitsFor(ids []int32) bool {
+	for t := range ct.deleting {
+		for _, replicas := range ct.assignments[t] {
+			if slices.ContainsFunc(replicas, func(r int32) bool { return slices.Contains(ids, r) }) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // onBrokerStartup: UpdateMetadata to the existing brokers, a full one to the new brokers,
@@ -679,6 +712,9 @@ func (ct *controller) onBrokerStartup(newIDs []int32, b *batch) error {
 	b.updateMetadata(existing, nil)
 	b.fullUpdateMetadata(newIDs)
 	for _, tp := range ct.sortedStates() {
+		if ct.deleting[tp.Topic] {
+			continue // StopReplica(delete) follows in processDeleteTopics
+		}
 		var targets []int32
 		for _, r := range ct.replicas(tp) {
 			if isNew[r] {
@@ -700,6 +736,9 @@ func (ct *controller) onBrokerFailure(b *batch) error {
 	var affected []TopicPartition
 	for _, tp := range ct.sortedStates() {
 		st := ct.states[tp]
+		if ct.deleting[tp.Topic] {
+			continue // no elections for topics queued for deletion
+		}
 		if !ct.isLive(st.leader) || slices.ContainsFunc(st.isr, func(r int32) bool { return !ct.isLive(r) }) {
 			affected = append(affected, tp)
 		}
@@ -712,6 +751,9 @@ func (ct *controller) onBrokerFailure(b *batch) error {
 func (ct *controller) onlinePartitionStateChange(b *batch) error {
 	var fresh, offline []TopicPartition
 	for _, t := range sortedTopics(ct.assignments) {
+		if ct.deleting[t] {
+			continue // no elections for topics queued for deletion
+		}
 		for _, p := range sortedPartitions(ct.assignments[t]) {
 			tp := TopicPartition{Topic: t, Partition: p}
 			st, ok := ct.states[tp]
@@ -1015,14 +1057,19 @@ func (ct *controller) forgetTopic(t string) {
 		delete(ct.states, TopicPartition{Topic: t, Partition: p})
 	}
 	delete(ct.assignments, t)
+	delete(ct.deleting, t)
 	delete(ct.armed, "data:"+topicPath(t))
 	ct.forgetReassignments(t)
 }
 
-// processDeleteTopics handles /admin/delete_topics/<t>: UpdateMetadata with leader -2
-// (LeaderDuringDelete) to every live broker, StopReplica(delete=true) to the live replicas,
-// then the topic's znodes are removed. With delete.topic.enable=false the request znode is
-// just removed.
+// processDeleteTopics handles /admin/delete_topics/<t> (Kafka's TopicDeletionManager):
+// UpdateMetadata with leader -2 (LeaderDuringDelete) to every live broker and
+// StopReplica(delete=true) to the live replicas; once every replica's broker was live for
+// that, the topic's znodes are removed. While a replica's broker is offline the deletion is
+// ineligible: the topic stays queued (its znodes kept, so the name cannot be reused and the
+// stale log cannot come back as a replica of a new topic), and it is retried when that broker
+// registers again (processBrokerChange) or a new controller takes over. With
+// delete.topic.enable=false the request znode is just removed.
 func (ct *controller) processDeleteTopics() error {
 	children, err := ct.watchChildren(pathDeleteTopics, evDeleteTopics)
 	if err != nil || len(children) == 0 {
@@ -1041,16 +1088,27 @@ func (ct *controller) processDeleteTopics() error {
 			}
 			continue
 		}
+		ct.deleting[t] = true
 		b := ct.newBatch()
 		var tps []TopicPartition
+		offline := map[int32]bool{}
 		for _, p := range sortedPartitions(a) {
 			tp := TopicPartition{Topic: t, Partition: p}
 			tps = append(tps, tp)
-			b.deleting[tp] = true
 			b.stopReplica(ct.liveReplicas(tp), tp, true)
+			for _, r := range ct.replicas(tp) {
+				if !ct.isLive(r) {
+					offline[r] = true
+				}
+			}
 		}
 		b.updateMetadata(ct.liveIDs(), tps)
 		b.send()
+		if len(offline) > 0 {
+			ct.log.WithField("topic", t).WithField("offlineReplicas", sortedKeys(offline)).
+				Info("topic deletion waits for the brokers of offline replicas (ineligible for deletion)")
+			continue
+		}
 		paths, err := ct.subtree(topicPath(t))
 		if err != nil {
 			return err
