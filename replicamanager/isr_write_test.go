@@ -28,16 +28,24 @@ func stuckFollowerLeader(t *testing.T, e *env) {
 	e.clock.Advance(11 * time.Second)
 }
 
+// shrinkWithHeldIsrWrite sets up stuckFollowerLeader and runs the ISR-shrink step in the
+// background until its ZooKeeper write is held; done receives once the step returns after release.
+func shrinkWithHeldIsrWrite(t *testing.T, e *env) (done chan bool, release func()) {
+	t.Helper()
+	stuckFollowerLeader(t, e)
+	entered, release := e.holdNextIsrWrite()
+	done = make(chan bool, 1)
+	go func() { e.rm.maybeShrinkIsr(); done <- true }()
+	waitResult(t, entered, 5*time.Second)
+	return done, release
+}
+
 // Fault row 9 finding: a leader whose ISR write to ZooKeeper hangs (ZooKeeper unreachable, the
 // client retrying up to a session timeout) must keep serving produce and fetch on the partition;
 // the write happens outside the partition lock, and the ISR changes only once ZooKeeper has it.
 func TestK3_SlowIsrWriteDoesNotBlockProduceOrFetch(t *testing.T) {
 	e := newEnv(t, 1, 1)
-	stuckFollowerLeader(t, e)
-	entered, release := e.holdNextIsrWrite()
-	shrunk := make(chan bool, 1)
-	go func() { e.rm.maybeShrinkIsr(); shrunk <- true }()
-	waitResult(t, entered, 5*time.Second)
+	shrunk, release := shrinkWithHeldIsrWrite(t, e)
 
 	// While ZooKeeper does not answer: acks=1 produce and a consumer fetch complete, and the
 	// local ISR is still the one ZooKeeper holds.
@@ -80,11 +88,7 @@ func TestK3_SlowIsrWriteDoesNotBlockProduceOrFetch(t *testing.T) {
 // new epoch with ISR {1,2}) and sent it; the late success must not overwrite that state.
 func TestK3_LeaderAndIsrDuringIsrWriteWins(t *testing.T) {
 	e := newEnv(t, 1, 1)
-	stuckFollowerLeader(t, e)
-	entered, release := e.holdNextIsrWrite()
-	done := make(chan bool, 1)
-	go func() { e.rm.maybeShrinkIsr(); done <- true }()
-	waitResult(t, entered, 5*time.Second)
+	done, release := shrinkWithHeldIsrWrite(t, e)
 
 	e.coord.mu.Lock()
 	e.coord.version[tp0()]++ // the controller's write
