@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,86 +40,34 @@ func TestKill9WhileProducing_EveryAckedRecordSurvivesRestart(t *testing.T) {
 		}
 	}
 
-	cl := c.Client()
-	var (
-		mu       sync.Mutex
-		acks     []acked
-		failures int
-		wg       sync.WaitGroup
-	)
-	countAcked := func(onVictim bool) int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, a := range acks {
-			if victimParts[a.Partition] == onVictim {
-				n++
-			}
-		}
-		return n
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	producerDone := make(chan struct{})
-	go func() {
-		defer close(producerDone)
-		for seq := 0; ctx.Err() == nil; seq++ {
-			wg.Add(1)
-			r := &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", seq%97)), Value: []byte(fmt.Sprintf("seq-%07d", seq))}
-			s := seq
-			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					failures++
-					return
-				}
-				acks = append(acks, acked{Seq: s, Key: r.Key, Value: r.Value, Partition: r.Partition, Offset: r.Offset})
-			})
-		}
-	}()
+	// As fast as the client takes records, keyed over 97 keys: the hashing partitioner spreads
+	// them over all the partitions, the victim's and the others'.
+	w := startAckProducer(t, c.Client(), topic, ackProducerOptions{unpaced: true, keys: 97})
+	onVictim := func(a acked) bool { return victimParts[a.Partition] }
+	onOthers := func(a acked) bool { return !victimParts[a.Partition] }
 
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n := countAcked(true)
+		n := w.countWhere(onVictim)
 		return n >= 2000, fmt.Sprintf("%d records acknowledged on broker %d's partitions", n, victim)
 	})
 	c.Kill(victim)
-	killedAt := countAcked(true)
+	killedAt := w.countWhere(onVictim)
 	t.Logf("killed broker %d after %d acknowledged records on its partitions", victim, killedAt)
 
 	// RF=1: the other brokers' partitions keep taking writes while the victim is down.
-	others := countAcked(false)
+	others := w.countWhere(onOthers)
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n := countAcked(false)
+		n := w.countWhere(onOthers)
 		return n >= others+1000, fmt.Sprintf("%d records acknowledged on other brokers since the kill", n-others)
 	})
 
 	c.StartBroker(victim)
 	c.WaitRegistered(victim)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		n := countAcked(true)
+		n := w.countWhere(onVictim)
 		return n >= killedAt+500, fmt.Sprintf("%d records acknowledged on broker %d's partitions since its restart", n-killedAt, victim)
 	})
-	stop()
-	<-producerDone
-	flushCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := cl.Flush(flushCtx); err != nil {
-		t.Fatalf("flush after the restart: %v", err)
-	}
-	promisesDone := make(chan struct{})
-	go func() { wg.Wait(); close(promisesDone) }()
-	select {
-	case <-promisesDone:
-	case <-flushCtx.Done():
-		t.Fatal("produce promises still outstanding after flush")
-	}
-
-	mu.Lock()
-	want := append([]acked(nil), acks...)
-	mu.Unlock()
-	t.Logf("%d records acknowledged, %d produces failed (canceled at the end or during the outage)", len(want), failures)
+	want, _ := w.stop(t) // produces may fail, canceled at the end or during the outage
 
 	got := readAll(t, c, topic, partitions)
 	// Every acknowledged record is at its offset with its value. Unacknowledged records may also

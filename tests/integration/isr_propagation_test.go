@@ -59,8 +59,8 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	}
 	cluster.WaitFor(t, 30*time.Second, metadataISR(assignment[0]))
 
-	w := startWorkload(c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 1)
-	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(-1); return n >= 200, fmt.Sprintf("%d acknowledged", n) })
+	w := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, replicationLoad(1))
+	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(); return n >= 200, fmt.Sprintf("%d acknowledged", n) })
 	stoppedAt := time.Now()
 	c.Stop(follower)
 	var shrunk []int32
@@ -80,6 +80,6 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	c.Cont(follower)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	cluster.WaitFor(t, 20*time.Second, metadataISR(assignment[0]))
-	acks := w.finish(t)
+	acks, _ := w.stop(t)
 	checkAckedExactlyOnce(t, readAll(t, c, topic, 1), acks, nil)
 }

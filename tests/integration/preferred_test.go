@@ -1,15 +1,11 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
@@ -18,81 +14,24 @@ import (
 // in the metrics endpoint's Prometheus naming.
 const preferredImbalance = "kafka_controller_kafkacontroller_preferredreplicaimbalancecount"
 
-// steadyProducer produces to topic with a default franz-go client (acks=all, retries) until
-// stop is called, and records every acknowledged record.
-type steadyProducer struct {
-	mu    sync.Mutex
-	acks  []acked
-	fails []string
-	stop  func()
-	done  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func startSteadyProducer(c *cluster.Cluster, topic string) *steadyProducer {
-	p := &steadyProducer{done: make(chan struct{})}
-	cl := c.Client()
-	ctx, cancel := context.WithCancel(context.Background())
-	p.stop = func() { cancel(); <-p.done; p.wg.Wait() }
-	go func() {
-		defer close(p.done)
-		tick := time.NewTicker(2 * time.Millisecond) // about 500 records/s: light load for a 2-core machine
-		defer tick.Stop()
-		for seq := 0; ; seq++ {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			}
-			p.wg.Add(1)
-			s := seq
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v-%07d", s))}, func(r *kgo.Record, err error) {
-				defer p.wg.Done()
-				p.mu.Lock()
-				defer p.mu.Unlock()
-				if err != nil {
-					if ctx.Err() == nil {
-						p.fails = append(p.fails, fmt.Sprintf("seq %d: %v", s, err))
-					}
-					return
-				}
-				p.acks = append(p.acks, acked{Seq: s, Value: r.Value, Partition: r.Partition, Offset: r.Offset})
-			})
-		}
-	}()
-	return p
-}
-
-func (p *steadyProducer) counts() (acks, fails int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.acks), len(p.fails)
-}
-
-// waitProgress waits until n more records than at the call are acknowledged.
-func (p *steadyProducer) waitProgress(t *testing.T, n int, what string) {
-	t.Helper()
-	from, _ := p.counts()
-	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		a, f := p.counts()
-		return a >= from+n, fmt.Sprintf("%s: %d acknowledged since, %d failed in all", what, a-from, f)
-	})
-}
+// preferredLoad is the K7 tests' producer on a default franz-go client (acks=all, retries):
+// one record every 2 ms, about 500 records/s, a light load for a 2-core machine.
+var preferredLoad = ackProducerOptions{every: 2 * time.Millisecond, perTick: 1}
 
 // failLeaderAndReturn is the common start of the K7 tests: an RF=3 topic whose preferred
 // replica (broker 2) leads and is killed with SIGKILL while a producer writes; another ISR
 // member takes over; broker 2 is restarted and caught up into the ISR. It returns the
 // partition state right after the failover and once broker 2 is back in the ISR.
-func failLeaderAndReturn(t *testing.T, c *cluster.Cluster, topic string, p *steadyProducer) (failed, back cluster.PartitionState) {
+func failLeaderAndReturn(t *testing.T, c *cluster.Cluster, topic string, p *ackProducer) (failed, back cluster.PartitionState) {
 	t.Helper()
 	const preferred = 2
-	p.waitProgress(t, 300, "before the kill")
+	p.waitProgress(t, 300, failoverTimeout, "before the kill")
 	c.Kill(preferred)
 	failed = c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader != preferred && st.Leader >= 0, "waiting for the failover away from broker 2"
 	})
 	t.Logf("broker %d killed; %s-0 failed over to broker %d (leader epoch %d)", preferred, topic, failed.Leader, failed.LeaderEpoch)
-	p.waitProgress(t, 300, "after the failover")
+	p.waitProgress(t, 300, failoverTimeout, "after the failover")
 	c.StartBroker(preferred)
 	c.WaitRegistered(preferred)
 	back = c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
@@ -115,12 +54,18 @@ func controllerMetric(c *cluster.Cluster) (float64, string) {
 	return v, fmt.Sprintf("controller %d: %s = %v", id, preferredImbalance, v)
 }
 
-func checkProducedLogs(t *testing.T, c *cluster.Cluster, topic string, p *steadyProducer) {
+// checkProducedLogs stops p and checks that no produce failed while the brokers were moving
+// leadership (records the stop cancels do not count) and that the log holds exactly the
+// acknowledged records.
+func checkProducedLogs(t *testing.T, c *cluster.Cluster, topic string, p *ackProducer) {
 	t.Helper()
-	p.stop()
-	p.mu.Lock()
-	acks, fails := append([]acked(nil), p.acks...), append([]string(nil), p.fails...)
-	p.mu.Unlock()
+	acks, all := p.stop(t)
+	var fails []string
+	for _, f := range all {
+		if !f.Stopping {
+			fails = append(fails, fmt.Sprintf("seq %d: %v", f.Seq, f.Err))
+		}
+	}
 	if len(fails) > 0 {
 		t.Errorf("%d produce requests failed (default client, acks=all, retries): first %s", len(fails), fails[0])
 	}
@@ -139,8 +84,7 @@ func TestK7_PreferredElectionMovesLeadershipBack(t *testing.T) {
 	const topic = "pref"
 	assignment := c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {2, 3, 1}}, nil)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	p := startSteadyProducer(c, topic)
-	defer p.stop()
+	p := startAckProducer(t, c.Client(), topic, preferredLoad)
 	_, before := failLeaderAndReturn(t, c, topic, p)
 	if before.Leader == 2 {
 		t.Fatalf("leadership moved back to broker 2 without an election (auto rebalance is off): %+v", before)
@@ -162,7 +106,7 @@ func TestK7_PreferredElectionMovesLeadershipBack(t *testing.T) {
 	if st.Leader != 2 || st.LeaderEpoch != before.LeaderEpoch+1 || !cluster.SameMembers(st.ISR, before.ISR) {
 		t.Fatalf("after the preferred election: %+v (before %+v)", st, before)
 	}
-	p.waitProgress(t, 500, "after the preferred election")
+	p.waitProgress(t, 500, failoverTimeout, "after the preferred election")
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		v, msg := controllerMetric(c)
 		return v == 0, msg
@@ -187,8 +131,7 @@ func TestK7_AutoLeaderRebalanceMovesLeadershipBack(t *testing.T) {
 	const topic = "rebal"
 	assignment := c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {2, 3, 1}}, nil)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	p := startSteadyProducer(c, topic)
-	defer p.stop()
+	p := startAckProducer(t, c.Client(), topic, preferredLoad)
 	failed, _ := failLeaderAndReturn(t, c, topic, p)
 	st := c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == 2, "waiting for the automatic leader rebalance"
@@ -197,7 +140,7 @@ func TestK7_AutoLeaderRebalanceMovesLeadershipBack(t *testing.T) {
 	if st.LeaderEpoch != failed.LeaderEpoch+1 {
 		t.Fatalf("after the rebalance: %+v (after the failover %+v): want exactly one leader epoch bump", st, failed)
 	}
-	p.waitProgress(t, 500, "after the rebalance")
+	p.waitProgress(t, 500, failoverTimeout, "after the rebalance")
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		v, msg := controllerMetric(c)
 		return v == 0, msg

@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,46 +29,10 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 	c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
 	waitFullISR(t, c, topic, map[int32][]int32{0: {1, 2, 3}}, 30*time.Second)
 
-	cl := c.Client() // defaults: acks=all, idempotent, retries
-	var (
-		mu    sync.Mutex
-		acks  []acked
-		fails int
-		wg    sync.WaitGroup
-	)
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acks) }
-	ctx := context.Background()
-	pctx, stopProducing := context.WithCancel(ctx)
-	defer stopProducing()
-	producerDone := make(chan struct{})
-	go func() {
-		defer close(producerDone)
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for seq := 0; pctx.Err() == nil; seq++ {
-			if seq%5 == 0 {
-				select {
-				case <-tick.C:
-				case <-pctx.Done():
-					return
-				}
-			}
-			wg.Add(1)
-			s := seq
-			cl.Produce(pctx, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v-%07d", seq))}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					fails++
-					return
-				}
-				acks = append(acks, acked{Seq: s, Value: r.Value, Partition: r.Partition, Offset: r.Offset})
-			})
-		}
-	}()
+	// A default client: acks=all, idempotent, retries; about 2500 records/s.
+	w := startAckProducer(t, c.Client(), topic, ackProducerOptions{})
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n := count()
+		n := w.count()
 		return n >= 2000, fmt.Sprintf("%d acknowledged", n)
 	})
 
@@ -79,7 +42,7 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 		!strings.Contains(r.Stdout, `{"topic":"moving","partition":0,"replicas":[1,2,3]`) {
 		t.Fatalf("execute: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
 	}
-	atExecute := count()
+	atExecute := w.count()
 	out := c.WaitReassignmentVerified(plan, reassignTimeout)
 	if !strings.Contains(out, "Reassignment of partition moving-0 completed successfully") {
 		t.Fatalf("verify output %q", out)
@@ -103,27 +66,11 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 	}
 	// The producer keeps working against the new leader.
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n := count()
+		n := w.count()
 		return n >= atExecute+3000, fmt.Sprintf("%d acknowledged since --execute", n-atExecute)
 	})
-	stopProducing()
-	<-producerDone
-	flushCtx, cancelFlush := context.WithTimeout(ctx, time.Minute)
-	defer cancelFlush()
-	if err := cl.Flush(flushCtx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	promisesDone := make(chan struct{})
-	go func() { wg.Wait(); close(promisesDone) }()
-	select {
-	case <-promisesDone:
-	case <-flushCtx.Done():
-		t.Fatal("produce promises still outstanding after flush")
-	}
-	mu.Lock()
-	want := append([]acked(nil), acks...)
-	mu.Unlock()
-	t.Logf("%d acknowledged, %d failed; final state %+v", len(want), fails, st)
+	want, _ := w.stop(t)
+	t.Logf("final state %+v", st)
 	checkAcksPresent(t, readAll(t, c, topic, 1), want)
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,120 +21,10 @@ import (
 // value per partition and offset), R (replicas' batches below the HW identical), E (epochs only
 // rise).
 
-// ackedAt is one acknowledged record with when its Produce was called and when it was acked.
-type ackedAt struct {
-	acked
-	called, at time.Time
-}
-
-// replWorkload is a paced producer writing unique values ("<prefix>-<seq>") continuously,
-// round-robin over the topic's partitions, and recording every acknowledgement.
-type replWorkload struct {
-	cl    *kgo.Client
-	topic string
-
-	mu    sync.Mutex
-	acks  []ackedAt
-	fails map[string]int // produce errors by text
-	wg    sync.WaitGroup
-
-	stop func()
-	done chan struct{}
-}
-
-// startWorkload starts a producer on cl (which must use kgo.ManualPartitioner) writing about
-// 1000 records/s spread over partitions.
-func startWorkload(cl *kgo.Client, topic string, partitions int32) *replWorkload {
-	w := &replWorkload{cl: cl, topic: topic, fails: map[string]int{}, done: make(chan struct{})}
-	ctx, stop := context.WithCancel(context.Background())
-	w.stop = stop
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(5 * time.Millisecond) // pacing, not synchronisation
-		defer tick.Stop()
-		for seq := 0; ; seq++ {
-			if seq%5 == 0 {
-				select {
-				case <-tick.C:
-				case <-ctx.Done():
-					return
-				}
-			}
-			s := seq
-			called := time.Now()
-			rec := &kgo.Record{Topic: topic, Partition: int32(seq) % partitions, Value: []byte(fmt.Sprintf("v-%08d", seq))}
-			w.wg.Add(1)
-			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
-				defer w.wg.Done()
-				now := time.Now()
-				w.mu.Lock()
-				defer w.mu.Unlock()
-				if err != nil {
-					w.fails[err.Error()]++
-					return
-				}
-				w.acks = append(w.acks, ackedAt{
-					acked:  acked{Seq: s, Value: r.Value, Partition: r.Partition, Offset: r.Offset},
-					called: called, at: now,
-				})
-			})
-		}
-	}()
-	return w
-}
-
-// count returns how many records were acknowledged (on partition p only when p >= 0).
-func (w *replWorkload) count(p int32) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if p < 0 {
-		return len(w.acks)
-	}
-	n := 0
-	for _, a := range w.acks {
-		if a.Partition == p {
-			n++
-		}
-	}
-	return n
-}
-
-// firstAckAfter returns the earliest acknowledgement time on partition p of a record whose
-// Produce was called after t (zero when none yet).
-func (w *replWorkload) firstAckAfter(p int32, t time.Time) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var first time.Time
-	for _, a := range w.acks {
-		if a.Partition == p && a.called.After(t) && (first.IsZero() || a.at.Before(first)) {
-			first = a.at
-		}
-	}
-	return first
-}
-
-// finish stops producing, flushes and waits for every promise; it returns the acknowledged
-// records.
-func (w *replWorkload) finish(t *testing.T) []ackedAt {
-	t.Helper()
-	w.stop()
-	<-w.done
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := w.cl.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	promises := make(chan struct{})
-	go func() { w.wg.Wait(); close(promises) }()
-	select {
-	case <-promises:
-	case <-ctx.Done():
-		t.Fatal("produce promises still outstanding after flush")
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.Logf("%d records acknowledged; failed produces: %v", len(w.acks), w.fails)
-	return append([]ackedAt(nil), w.acks...)
+// replicationLoad is the replication tests' producer: about 1000 records/s (5 every 5 ms),
+// round-robin over partitions; the client must use kgo.ManualPartitioner.
+func replicationLoad(partitions int32) ackProducerOptions {
+	return ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions}
 }
 
 // seenRecord is one record a consumer read.
@@ -172,7 +61,7 @@ func startCommittedReader(c *cluster.Cluster, topic string) (stop func() []seenR
 // checkAckedExactlyOnce checks L and O: every acknowledged value is in the final log exactly
 // once, at its acknowledged partition and offset, and every record a committed reader saw during
 // the test is still there at the same offset.
-func checkAckedExactlyOnce(t *testing.T, final map[int32][]*kgo.Record, acks []ackedAt, seen []seenRecord) {
+func checkAckedExactlyOnce(t *testing.T, final map[int32][]*kgo.Record, acks []acked, seen []seenRecord) {
 	t.Helper()
 	type where struct {
 		p   int32
@@ -318,9 +207,10 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 	stopReader := startCommittedReader(c, topic)
 	// acks=all and idempotence are kgo's defaults; a short metadata min age only makes the client
 	// find the new leader sooner, so the measured time is the broker's.
-	w := startWorkload(c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(250*time.Millisecond)), topic, partitions)
+	w := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(250*time.Millisecond)), topic,
+		replicationLoad(partitions))
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n := w.count(0)
+		n := w.countWhere(func(a acked) bool { return a.Partition == 0 })
 		return n >= 1000, fmt.Sprintf("%d acknowledged on %s-0", n, topic)
 	})
 
@@ -346,20 +236,12 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 	}
 
 	// Keep writing through the new leader, then bring the old one back.
-	atFailover := w.count(-1)
-	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		n := w.count(-1)
-		return n >= atFailover+1000, fmt.Sprintf("%d acknowledged since the failover", n-atFailover)
-	})
+	w.waitProgress(t, 1000, failoverTimeout, "after the failover")
 	c.StartBroker(victim)
 	c.WaitRegistered(victim)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	atRejoin := w.count(-1)
-	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		n := w.count(-1)
-		return n >= atRejoin+500, fmt.Sprintf("%d acknowledged since broker %d rejoined", n-atRejoin, victim)
-	})
-	acks := w.finish(t)
+	w.waitProgress(t, 500, failoverTimeout, fmt.Sprintf("after broker %d rejoined", victim))
+	acks, _ := w.stop(t)
 
 	// Caught up: every replica's log ends at the leader's LEO; then checker R.
 	waitReplicasIdentical(t, c, topic, assignment, failoverTimeout)
@@ -426,8 +308,8 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := startWorkload(c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, 1)
-	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(-1); return n >= 500, fmt.Sprintf("%d acknowledged", n) })
+	w := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, replicationLoad(1))
+	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(); return n >= 500, fmt.Sprintf("%d acknowledged", n) })
 
 	stoppedAt := time.Now()
 	c.Stop(follower)
@@ -446,11 +328,7 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 	if st.Leader != leader {
 		t.Errorf("leader changed from %d to %d when a follower stopped", leader, st.Leader)
 	}
-	atShrink := w.count(-1)
-	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
-		n := w.count(-1)
-		return n >= atShrink+200, fmt.Sprintf("%d acknowledged since the ISR shrank", n-atShrink)
-	})
+	w.waitProgress(t, 200, 10*time.Second, "after the ISR shrank")
 	waitMetric(leader, urp, 1, 5*time.Second)
 	if d := time.Since(stoppedAt); d > 10*time.Second {
 		t.Fatalf("follower was stopped %v: the checks took too long, its session may expire", d)
@@ -466,7 +344,7 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 	if regAfter.Czxid != regBefore.Czxid {
 		t.Errorf("broker %d re-registered while stopped (session expired): the test did not isolate the ISR-shrink task", follower)
 	}
-	acks := w.finish(t)
+	acks, _ := w.stop(t)
 	waitReplicasIdentical(t, c, topic, assignment, failoverTimeout)
 	checkAckedExactlyOnce(t, readAll(t, c, topic, 1), acks, nil)
 }
