@@ -54,7 +54,10 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	} else {
 		_ = c.nc.SetDeadline(time.Time{})
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	// The callback may run after Request returned and an error set c.nc to nil: it keeps its
+	// own reference (a deadline on a closed connection is harmless).
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c.corr++
 	corr := c.corr
