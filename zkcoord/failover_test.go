@@ -26,26 +26,14 @@ func waitState(t *testing.T, c *Coordinator, topic string, p int32, what string,
 // keeps it, leader_epoch+1) and come back when it returns; an RF=2 partition elects the
 // live ISR member; unclean election picks a non-ISR replica only when enabled.
 func TestS9_K6_BrokerFailureElectsFromISRUncleanOnlyWhenEnabled(t *testing.T) {
-	s := startZK(t)
-	fb1, fb2 := newFakeBroker(t), newFakeBroker(t)
-	cfg1 := testConfig(t, s.Addr, 1, fb1.port())
-	c1 := connectT(t, cfg1)
-	mustStart(t, c1)
-	waitFor(t, 10*time.Second, "controller", c1.IsController)
-	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-	if _, err := c2.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, spec := range []TopicSpec{
-		{Name: "one", Assignment: map[int32][]int32{0: {2}, 1: {1}}},
-		{Name: "two", Assignment: map[int32][]int32{0: {2, 1}}},
-		{Name: "unclean", Assignment: map[int32][]int32{0: {2, 1}}, Configs: map[string]string{"unclean.leader.election.enable": "true"}},
-	} {
-		if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc := startCluster(t, 2)
+	c1, c2, cfg1 := tc.coord[1], tc.coord[2], tc.cfgs[1]
+	fb1, fb2 := tc.fbs[1], tc.fbs[2]
+	createTopics(t, c1,
+		TopicSpec{Name: "one", Assignment: map[int32][]int32{0: {2}, 1: {1}}},
+		TopicSpec{Name: "two", Assignment: map[int32][]int32{0: {2, 1}}},
+		TopicSpec{Name: "unclean", Assignment: map[int32][]int32{0: {2, 1}}, Configs: map[string]string{"unclean.leader.election.enable": "true"}},
+	)
 	waitState(t, c1, "one", 0, "one/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 	waitState(t, c1, "two", 0, "two/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{2, 1}) })
 	u := waitState(t, c1, "unclean", 0, "unclean/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
@@ -97,12 +85,9 @@ func TestS9_K6_BrokerFailureElectsFromISRUncleanOnlyWhenEnabled(t *testing.T) {
 
 	// Broker 2 returns: one/0 comes back with leader 2 at leader epoch 2.
 	var epochs atomic.Int64
-	cfg2 := testConfig(t, s.Addr, 2, fb2.port())
+	cfg2 := testConfig(t, tc.srv.Addr, 2, fb2.port())
 	cfg2.OnBrokerEpoch = func(e int64) { epochs.Store(e) }
-	c2b := connectT(t, cfg2)
-	if _, err := c2b.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
+	registerT(t, cfg2)
 	if epochs.Load() == 0 {
 		t.Fatal("OnBrokerEpoch not called")
 	}

@@ -213,3 +213,74 @@ func startZK(t *testing.T) *zktest.Server {
 	t.Helper()
 	return zktest.Start(t)
 }
+
+// testCluster is a real ZooKeeper with brokers 1..n, each a Coordinator whose endpoint is a
+// fake listener that records the controller's requests: broker 1 registers and is the
+// controller, brokers 2..n only register.
+type testCluster struct {
+	srv    *zktest.Server
+	fbs    map[int32]*fakeBroker
+	cfgs   map[int32]Config
+	coord  map[int32]*Coordinator
+	epochs map[int32]int64 // broker epoch of each registration
+}
+
+// startCluster starts a testCluster of n brokers and waits until broker 1 is the controller.
+func startCluster(t *testing.T, n int32) *testCluster {
+	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with tune, when not nil, adjusting each broker's config
+// before it connects.
+func startClusterWith(t *testing.T, n int32, tune func(id int32, cfg *Config)) *testCluster {
+	t.Helper()
+	tc := &testCluster{
+		srv:    startZK(t),
+		fbs:    map[int32]*fakeBroker{},
+		cfgs:   map[int32]Config{},
+		coord:  map[int32]*Coordinator{},
+		epochs: map[int32]int64{},
+	}
+	// The listeners first: they close after the coordinators (cleanups run in reverse).
+	for id := int32(1); id <= n; id++ {
+		tc.fbs[id] = newFakeBroker(t)
+	}
+	for id := int32(1); id <= n; id++ {
+		cfg := testConfig(t, tc.srv.Addr, id, tc.fbs[id].port())
+		if tune != nil {
+			tune(id, &cfg)
+		}
+		tc.cfgs[id] = cfg
+		if id == 1 {
+			tc.coord[id] = connectT(t, cfg)
+			tc.epochs[id] = mustStart(t, tc.coord[id])
+			waitFor(t, 10*time.Second, "controller", tc.coord[id].IsController)
+			continue
+		}
+		tc.coord[id], tc.epochs[id] = registerT(t, cfg)
+	}
+	return tc
+}
+
+// registerT connects a coordinator for cfg and registers its broker (K1) without starting
+// its controller; it returns the broker epoch.
+func registerT(t testing.TB, cfg Config) (*Coordinator, int64) {
+	t.Helper()
+	c := connectT(t, cfg)
+	epoch, err := c.Register(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, epoch
+}
+
+// createTopics creates each topic through c, as the admin path does.
+func createTopics(t testing.TB, c *Coordinator, specs ...TopicSpec) {
+	t.Helper()
+	for _, spec := range specs {
+		if _, err := c.CreateTopic(context.Background(), spec, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

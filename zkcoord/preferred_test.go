@@ -13,16 +13,12 @@ import (
 )
 
 // bounce closes broker id's coordinator and registers a new one for it (a failure
-// followed by a restart), waiting until the controller has seen the failure through cond.
-func bounce(t *testing.T, s string, old *Coordinator, id int32, port int32, gone func() bool) *Coordinator {
+// followed by a restart), waiting until the controller has seen the failure through gone.
+func (tc *testCluster) bounce(t *testing.T, id int32, gone func() bool) {
 	t.Helper()
-	old.Close()
+	tc.coord[id].Close()
 	waitFor(t, 15*time.Second, "controller reacting to the failure", gone)
-	c := connectT(t, testConfig(t, s, id, port))
-	if _, err := c.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	tc.coord[id], tc.epochs[id] = registerT(t, testConfig(t, tc.srv.Addr, id, tc.fbs[id].port()))
 }
 
 // rejoin is the leader adding replica id back to the ISR (K3), as its fetcher would once
@@ -73,37 +69,21 @@ func TestDecodePreferredElection(t *testing.T) {
 // live keep their state, unknown partitions are skipped; the controller deletes the znode.
 // PreferredReplicaImbalanceCount follows.
 func TestK7_PreferredElection(t *testing.T) {
-	s := startZK(t)
-	fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
-	cfg1 := testConfig(t, s.Addr, 1, fb1.port())
-	c1 := connectT(t, cfg1)
-	mustStart(t, c1)
-	waitFor(t, 10*time.Second, "controller", c1.IsController)
-	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-	if _, err := c2.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
-	if _, err := c3.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tc := startCluster(t, 3)
+	c1, c3, cfg1 := tc.coord[1], tc.coord[3], tc.cfgs[1]
 	ctx := context.Background()
-	for _, spec := range []TopicSpec{
-		{Name: "moved", Assignment: map[int32][]int32{0: {2, 1, 3}}},
-		{Name: "already", Assignment: map[int32][]int32{0: {1, 2, 3}}},
-		{Name: "notisr", Assignment: map[int32][]int32{0: {2, 3}}},
-	} {
-		if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createTopics(t, c1,
+		TopicSpec{Name: "moved", Assignment: map[int32][]int32{0: {2, 1, 3}}},
+		TopicSpec{Name: "already", Assignment: map[int32][]int32{0: {1, 2, 3}}},
+		TopicSpec{Name: "notisr", Assignment: map[int32][]int32{0: {2, 3}}},
+	)
 	for _, tp := range []string{"moved", "already", "notisr"} {
 		waitState(t, c1, tp, 0, tp+" online", func(ps PartitionState) bool { return ps.Leader != -1 })
 	}
 	waitFor(t, 10*time.Second, "imbalance 0", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 0 })
 
 	// Broker 2 fails and returns: moved/0 is led by 1, notisr/0 by 3.
-	c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+	tc.bounce(t, 2, func() bool {
 		ps, err := c1.PartitionState("notisr", 0)
 		return err == nil && ps.Leader == 3
 	})
@@ -135,13 +115,13 @@ func TestK7_PreferredElection(t *testing.T) {
 	if ps, _ = c1.PartitionState("notisr", 0); ps.Leader != 3 || ps.ZkVersion != notisr.ZkVersion {
 		t.Fatalf("notisr/0 changed: %+v (before %+v)", ps, notisr)
 	}
-	for _, fb := range []*fakeBroker{fb1, fb2, fb3} {
+	for _, fb := range []*fakeBroker{tc.fbs[1], tc.fbs[2], tc.fbs[3]} {
 		waitFor(t, 10*time.Second, "LeaderAndIsr moved/0 leader 2", func() bool { return hasLeaderAndIsr(fb, "moved", 2, moved.LeaderEpoch+1) })
 	}
 	waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
 
 	// Another request works once the first is done; an undecodable one is deleted.
-	raw := rawZK(t, s.Addr)
+	raw := rawZK(t, tc.srv.Addr)
 	if _, err := raw.Create(pathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -162,25 +142,12 @@ func TestK7_PreferredElection(t *testing.T) {
 // runs is processed by the next controller's failover; a second request while one is
 // pending is refused.
 func TestPreferredElectionRequestPendingAtFailover(t *testing.T) {
-	s := startZK(t)
-	fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
-	c1 := connectT(t, testConfig(t, s.Addr, 1, fb1.port()))
-	mustStart(t, c1)
-	waitFor(t, 10*time.Second, "controller", c1.IsController)
-	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-	if _, err := c2.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
-	if _, err := c3.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tc := startCluster(t, 3)
+	c1, c3 := tc.coord[1], tc.coord[3]
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 3}}}, false); err != nil {
-		t.Fatal(err)
-	}
+	createTopics(t, c1, TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 3}}})
 	waitState(t, c1, "t", 0, "t/0 online", func(ps PartitionState) bool { return ps.Leader == 2 && len(ps.ISR) == 2 })
-	c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+	tc.bounce(t, 2, func() bool {
 		ps, err := c1.PartitionState("t", 0)
 		return err == nil && ps.Leader == 3
 	})
@@ -221,35 +188,21 @@ func TestPreferredElectionRequestPendingAtFailover(t *testing.T) {
 func TestK7_AutoLeaderRebalance(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(map[bool]string{true: "enabled", false: "disabled"}[enabled], func(t *testing.T) {
-			s := startZK(t)
-			fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
-			cfg1 := testConfig(t, s.Addr, 1, fb1.port())
-			cfg1.AutoLeaderRebalance = enabled
-			cfg1.LeaderImbalanceCheckInterval = 200 * time.Millisecond
-			cfg1.LeaderImbalancePerBrokerPercentage = 10
-			c1 := connectT(t, cfg1)
-			mustStart(t, c1)
-			waitFor(t, 10*time.Second, "controller", c1.IsController)
-			c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-			if _, err := c2.Register(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
-			if _, err := c3.Register(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			for _, spec := range []TopicSpec{
-				{Name: "a", Assignment: map[int32][]int32{0: {2, 1, 3}}},
-				{Name: "c", Assignment: map[int32][]int32{0: {2, 3}}},
-			} {
-				if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
-					t.Fatal(err)
+			tc := startClusterWith(t, 3, func(id int32, cfg *Config) {
+				if id == 1 { // the controller
+					cfg.AutoLeaderRebalance = enabled
+					cfg.LeaderImbalanceCheckInterval = 200 * time.Millisecond
+					cfg.LeaderImbalancePerBrokerPercentage = 10
 				}
-			}
+			})
+			c1, cfg1 := tc.coord[1], tc.cfgs[1]
+			createTopics(t, c1,
+				TopicSpec{Name: "a", Assignment: map[int32][]int32{0: {2, 1, 3}}},
+				TopicSpec{Name: "c", Assignment: map[int32][]int32{0: {2, 3}}},
+			)
 			waitState(t, c1, "a", 0, "a/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 			waitState(t, c1, "c", 0, "c/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
-			c2 = bounce(t, s.Addr, c2, 2, fb2.port(), func() bool {
+			tc.bounce(t, 2, func() bool {
 				ps, err := c1.PartitionState("c", 0)
 				return err == nil && ps.Leader == 3
 			})
@@ -274,7 +227,7 @@ func TestK7_AutoLeaderRebalance(t *testing.T) {
 			if ps.LeaderEpoch != a.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, a.ISR) {
 				t.Fatalf("a/0 after rebalance: %+v (before %+v)", ps, a)
 			}
-			waitFor(t, 10*time.Second, "LeaderAndIsr a/0 leader 2 to broker 2", func() bool { return hasLeaderAndIsr(fb2, "a", 2, a.LeaderEpoch+1) })
+			waitFor(t, 10*time.Second, "LeaderAndIsr a/0 leader 2 to broker 2", func() bool { return hasLeaderAndIsr(tc.fbs[2], "a", 2, a.LeaderEpoch+1) })
 			waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
 			if ps, _ := c1.PartitionState("c", 0); ps.Leader != 3 || ps.ZkVersion != cst.ZkVersion {
 				t.Fatalf("c/0 (preferred replica not in the ISR) changed: %+v (before %+v)", ps, cst)

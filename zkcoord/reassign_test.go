@@ -14,31 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// reassignCluster is a controller (broker 1) plus brokers 2..n registered with fake
-// listeners that record the controller's requests.
-type reassignCluster struct {
-	fbs   map[int32]*fakeBroker
-	coord map[int32]*Coordinator
-}
-
-func startReassignCluster(t *testing.T, n int32) (*reassignCluster, string) {
-	s := startZK(t)
-	rc := &reassignCluster{fbs: map[int32]*fakeBroker{}, coord: map[int32]*Coordinator{}}
-	for id := int32(1); id <= n; id++ {
-		rc.fbs[id] = newFakeBroker(t)
-		rc.coord[id] = connectT(t, testConfig(t, s.Addr, id, rc.fbs[id].port()))
-		if id == 1 {
-			mustStart(t, rc.coord[id])
-			waitFor(t, 10*time.Second, "controller", rc.coord[id].IsController)
-		} else if _, err := rc.coord[id].Register(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+// startReassignCluster is startCluster plus a wait until the controller's broker list
+// shows all n brokers live.
+func startReassignCluster(t *testing.T, n int32) *testCluster {
+	t.Helper()
+	rc := startCluster(t, n)
 	waitFor(t, 10*time.Second, "brokers registered", func() bool {
 		bs, err := rc.coord[1].LiveBrokers()
 		return err == nil && len(bs) == int(n)
 	})
-	return rc, s.Addr
+	return rc
 }
 
 // expandIsr writes the ISR the way partition leader `leader` does (K3: same leader epoch).
@@ -112,7 +97,7 @@ func reassignZNodeExists(t *testing.T, c *Coordinator) bool {
 // StopReplica(delete=false) then StopReplica(delete=true) (S22), AR = RAR and the znode is
 // deleted.
 func TestReassignmentMovesReplicas(t *testing.T) {
-	rc, _ := startReassignCluster(t, 4)
+	rc := startReassignCluster(t, 4)
 	c1 := rc.coord[1]
 	ctx := context.Background()
 	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "r", Assignment: map[int32][]int32{0: {1, 2, 3}}}, false); err != nil {
@@ -242,7 +227,7 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 // TestReassignmentIncreasesReplicationFactor: [1] → [1,2,3] is a reassignment; the leader
 // keeps leading (epoch bump), nobody gets StopReplica.
 func TestReassignmentIncreasesReplicationFactor(t *testing.T) {
-	rc, _ := startReassignCluster(t, 3)
+	rc := startReassignCluster(t, 3)
 	c1 := rc.coord[1]
 	ctx := context.Background()
 	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "rf", Assignment: map[int32][]int32{0: {1}}}, false); err != nil {
@@ -274,14 +259,14 @@ func TestReassignmentIncreasesReplicationFactor(t *testing.T) {
 // TestReassignmentInvalidInZNode: a plan written straight to the znode naming a dead broker
 // fails: the controller removes it and changes nothing.
 func TestReassignmentInvalidInZNode(t *testing.T) {
-	rc, addr := startReassignCluster(t, 2)
+	rc := startReassignCluster(t, 2)
 	c1 := rc.coord[1]
 	ctx := context.Background()
 	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "x", Assignment: map[int32][]int32{0: {1, 2}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	before := waitState(t, c1, "x", 0, "x/0 online", func(ps PartitionState) bool { return len(ps.ISR) == 2 })
-	raw := rawZK(t, addr)
+	raw := rawZK(t, rc.srv.Addr)
 	data := EncodeReassignment([]PartitionReassignment{{Topic: "x", Partition: 0, Replicas: []int32{2, 9}}})
 	if _, err := raw.Create(pathReassignPartitions, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
@@ -305,7 +290,7 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 // TestReassignmentResumesAfterControllerFailover: a reassignment in progress when the
 // controller dies is resumed by the next controller (AR in ZK is OAR+RAR).
 func TestReassignmentResumesAfterControllerFailover(t *testing.T) {
-	rc, _ := startReassignCluster(t, 4)
+	rc := startReassignCluster(t, 4)
 	c1, c2 := rc.coord[1], rc.coord[2]
 	ctx := context.Background()
 	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "f", Assignment: map[int32][]int32{0: {2, 3}}}, false); err != nil {

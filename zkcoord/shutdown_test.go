@@ -35,31 +35,16 @@ func hasLeaderAndIsr(fb *fakeBroker, topic string, leader, leaderEpoch int32) bo
 // leads (no other ISR member), excludes it from later elections and forgets it once its
 // registration is gone.
 func TestControlledShutdown(t *testing.T) {
-	s := startZK(t)
-	fb1, fb2, fb3 := newFakeBroker(t), newFakeBroker(t), newFakeBroker(t)
-	c1 := connectT(t, testConfig(t, s.Addr, 1, fb1.port()))
-	mustStart(t, c1)
-	waitFor(t, 10*time.Second, "controller", c1.IsController)
-	c2 := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-	epoch2, err := c2.Register(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c3 := connectT(t, testConfig(t, s.Addr, 3, fb3.port()))
-	if _, err := c3.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tc := startCluster(t, 3)
+	c1, c2, epoch2 := tc.coord[1], tc.coord[2], tc.epochs[2]
+	fb1, fb2, fb3 := tc.fbs[1], tc.fbs[2], tc.fbs[3]
 	ctx := context.Background()
-	for _, spec := range []TopicSpec{
-		{Name: "moved", Assignment: map[int32][]int32{0: {2, 1, 3}}},
-		{Name: "followed", Assignment: map[int32][]int32{0: {1, 2}}},
-		{Name: "only", Assignment: map[int32][]int32{0: {2, 3}}},
-		{Name: "single", Assignment: map[int32][]int32{0: {2}}},
-	} {
-		if _, err := c1.CreateTopic(ctx, spec, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createTopics(t, c1,
+		TopicSpec{Name: "moved", Assignment: map[int32][]int32{0: {2, 1, 3}}},
+		TopicSpec{Name: "followed", Assignment: map[int32][]int32{0: {1, 2}}},
+		TopicSpec{Name: "only", Assignment: map[int32][]int32{0: {2, 3}}},
+		TopicSpec{Name: "single", Assignment: map[int32][]int32{0: {2}}},
+	)
 	moved := waitState(t, c1, "moved", 0, "moved/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{2, 1, 3}) })
 	followed := waitState(t, c1, "followed", 0, "followed/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{1, 2}) })
 	only := waitState(t, c1, "only", 0, "only/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{2, 3}) })
@@ -145,10 +130,7 @@ func TestControlledShutdown(t *testing.T) {
 	// Broker 2 goes away and comes back: it is electable again.
 	c2.Close()
 	waitState(t, c1, "only", 0, "only/0 offline", func(ps PartitionState) bool { return ps.Leader == -1 })
-	c2b := connectT(t, testConfig(t, s.Addr, 2, fb2.port()))
-	if _, err := c2b.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
+	registerT(t, testConfig(t, tc.srv.Addr, 2, fb2.port()))
 	waitState(t, c1, "only", 0, "only/0 back on broker 2", func(ps PartitionState) bool { return ps.Leader == 2 })
 	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "new2", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
 		t.Fatal(err)
@@ -158,11 +140,7 @@ func TestControlledShutdown(t *testing.T) {
 
 // TestControlledShutdownContext: the caller's context bounds the wait for the controller.
 func TestControlledShutdownContext(t *testing.T) {
-	s := startZK(t)
-	fb := newFakeBroker(t)
-	c := connectT(t, testConfig(t, s.Addr, 1, fb.port()))
-	mustStart(t, c)
-	waitFor(t, 10*time.Second, "controller", c.IsController)
+	c := startCluster(t, 1).coord[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Either answer is fine as long as the call returns: the event may win the race.

@@ -184,10 +184,7 @@ func TestBrokerZnodeRack(t *testing.T) {
 	raw := rawZK(t, s.Addr)
 	cfg := testConfig(t, s.Addr, 3, 9092)
 	cfg.Rack = "r1"
-	c := connectT(t, cfg)
-	if _, err := c.Register(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := registerT(t, cfg)
 	b, _ := readJSON(t, raw, "/brokers/ids/3")
 	if b["rack"] != "r1" {
 		t.Fatalf("rack %v", b)
@@ -349,13 +346,8 @@ func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 
 func TestCreateTopicErrors(t *testing.T) {
 	s := startZK(t)
-	c := connectT(t, testConfig(t, s.Addr, 1, 9092))
-	c2 := connectT(t, testConfig(t, s.Addr, 2, 9093))
-	for _, x := range []*Coordinator{c, c2} {
-		if _, err := x.Register(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, _ := registerT(t, testConfig(t, s.Addr, 1, 9092))
+	registerT(t, testConfig(t, s.Addr, 2, 9093))
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, TopicSpec{Name: "ok", NumPartitions: 4, ReplicationFactor: 2}, false); err != nil {
 		t.Fatal(err)
