@@ -86,6 +86,31 @@ type Config struct {
 	ReplicaSocketTimeout                   time.Duration // replica.socket.timeout.ms 30000
 	ReplicaHighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms 5000
 
+	// Group coordinator and __consumer_offsets (docs/groups.md).
+	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions 50
+	OffsetsTopicSegmentBytes      int32         // offsets.topic.segment.bytes 104857600
+	OffsetsCommitRequiredAcks     int16         // offsets.commit.required.acks -1
+	OffsetsCommitTimeout          time.Duration // offsets.commit.timeout.ms 5000
+	OffsetsRetention              time.Duration // offsets.retention.minutes 10080 (7 days)
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms 600000
+	OffsetsLoadBufferSize         int32         // offsets.load.buffer.size 5242880
+	OffsetMetadataMaxBytes        int32         // offset.metadata.max.bytes 4096
+	GroupMinSessionTimeout        time.Duration // group.min.session.timeout.ms 6000
+	GroupMaxSessionTimeout        time.Duration // group.max.session.timeout.ms 1800000
+	GroupInitialRebalanceDelay    time.Duration // group.initial.rebalance.delay.ms 3000
+	GroupMaxSize                  int32         // group.max.size 2147483647
+
+	// Log cleaner: compaction of topics with cleanup.policy=compact (docs/compaction.md).
+	LogCleanupPolicy             []string      // log.cleanup.policy [delete]; each "delete" or "compact"
+	LogCleanerEnable             bool          // log.cleaner.enable true
+	LogCleanerThreads            int           // log.cleaner.threads 1
+	LogCleanerMinCleanableRatio  float64       // log.cleaner.min.cleanable.ratio 0.5
+	LogCleanerMinCompactionLagMs int64         // log.cleaner.min.compaction.lag.ms 0
+	LogCleanerMaxCompactionLagMs int64         // log.cleaner.max.compaction.lag.ms Long.MaxValue
+	LogCleanerDeleteRetentionMs  int64         // log.cleaner.delete.retention.ms 86400000
+	LogCleanerBackoff            time.Duration // log.cleaner.backoff.ms 15000
+	LogCleanerDedupeBufferSize   int64         // log.cleaner.dedupe.buffer.size 134217728
+
 	// Controller.
 	ControllerSocketTimeout            time.Duration // controller.socket.timeout.ms 30000
 	AutoLeaderRebalanceEnable          bool          // auto.leader.rebalance.enable true (K7)
@@ -159,6 +184,29 @@ func Default() *Config {
 		ReplicaFetchResponseMaxBytes:           10 << 20,
 		ReplicaSocketTimeout:                   30 * time.Second,
 		ReplicaHighWatermarkCheckpointInterval: 5 * time.Second,
+
+		OffsetsTopicNumPartitions:     50,
+		OffsetsTopicSegmentBytes:      100 << 20,
+		OffsetsCommitRequiredAcks:     -1,
+		OffsetsCommitTimeout:          5 * time.Second,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 600 * time.Second,
+		OffsetsLoadBufferSize:         5 << 20,
+		OffsetMetadataMaxBytes:        4096,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        1800 * time.Second,
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMaxSize:                  math.MaxInt32,
+
+		LogCleanupPolicy:             []string{"delete"},
+		LogCleanerEnable:             true,
+		LogCleanerThreads:            1,
+		LogCleanerMinCleanableRatio:  0.5,
+		LogCleanerMinCompactionLagMs: 0,
+		LogCleanerMaxCompactionLagMs: math.MaxInt64,
+		LogCleanerDeleteRetentionMs:  24 * 3600 * 1000,
+		LogCleanerBackoff:            15 * time.Second,
+		LogCleanerDedupeBufferSize:   128 << 20,
 
 		ControllerSocketTimeout:            30 * time.Second,
 		AutoLeaderRebalanceEnable:          true,
@@ -320,6 +368,28 @@ func (c *Config) Validate() error {
 		{c.ReplicaFetchResponseMaxBytes >= 0, "replica.fetch.response.max.bytes", itoa(c.ReplicaFetchResponseMaxBytes), "must be at least 0"},
 		{c.ReplicaSocketTimeout > 0, "replica.socket.timeout.ms", ms(c.ReplicaSocketTimeout), "must be greater than 0"},
 		{c.ReplicaHighWatermarkCheckpointInterval > 0, "replica.high.watermark.checkpoint.interval.ms", ms(c.ReplicaHighWatermarkCheckpointInterval), "must be at least 1 (isrbroker runs it on a timer)"},
+		{c.OffsetsTopicNumPartitions >= 1, "offsets.topic.num.partitions", itoa(c.OffsetsTopicNumPartitions), "must be at least 1"},
+		{c.OffsetsTopicSegmentBytes >= 1, "offsets.topic.segment.bytes", itoa(c.OffsetsTopicSegmentBytes), "must be at least 1"},
+		{c.OffsetsCommitRequiredAcks >= -1 && c.OffsetsCommitRequiredAcks <= c.OffsetsTopicReplicationFactor, "offsets.commit.required.acks", itoa(c.OffsetsCommitRequiredAcks),
+			"must be between -1 and offsets.topic.replication.factor (" + itoa(c.OffsetsTopicReplicationFactor) + ")"},
+		{c.OffsetsCommitTimeout > 0, "offsets.commit.timeout.ms", ms(c.OffsetsCommitTimeout), "must be at least 1"},
+		{c.OffsetsRetention >= time.Minute, "offsets.retention.minutes", itoa(int64(c.OffsetsRetention / time.Minute)), "must be at least 1"},
+		{c.OffsetsRetentionCheckInterval > 0, "offsets.retention.check.interval.ms", ms(c.OffsetsRetentionCheckInterval), "must be at least 1"},
+		{c.OffsetsLoadBufferSize >= 1, "offsets.load.buffer.size", itoa(c.OffsetsLoadBufferSize), "must be at least 1"},
+		{c.OffsetMetadataMaxBytes >= 0, "offset.metadata.max.bytes", itoa(c.OffsetMetadataMaxBytes), "must be at least 0"},
+		{c.GroupMinSessionTimeout >= 0, "group.min.session.timeout.ms", ms(c.GroupMinSessionTimeout), "must be at least 0"},
+		{c.GroupMaxSessionTimeout >= c.GroupMinSessionTimeout, "group.max.session.timeout.ms", ms(c.GroupMaxSessionTimeout),
+			"must be at least group.min.session.timeout.ms (" + ms(c.GroupMinSessionTimeout) + ")"},
+		{c.GroupInitialRebalanceDelay >= 0, "group.initial.rebalance.delay.ms", ms(c.GroupInitialRebalanceDelay), "must be at least 0"},
+		{c.GroupMaxSize >= 1, "group.max.size", itoa(c.GroupMaxSize), "must be at least 1"},
+		{c.LogCleanerThreads >= 0, "log.cleaner.threads", itoa(c.LogCleanerThreads), "must be at least 0"},
+		{c.LogCleanerMinCleanableRatio >= 0 && c.LogCleanerMinCleanableRatio <= 1, "log.cleaner.min.cleanable.ratio",
+			strconv.FormatFloat(c.LogCleanerMinCleanableRatio, 'g', -1, 64), "must be between 0 and 1"},
+		{c.LogCleanerMinCompactionLagMs >= 0, "log.cleaner.min.compaction.lag.ms", itoa(c.LogCleanerMinCompactionLagMs), "must be at least 0"},
+		{c.LogCleanerMaxCompactionLagMs >= 1, "log.cleaner.max.compaction.lag.ms", itoa(c.LogCleanerMaxCompactionLagMs), "must be at least 1"},
+		{c.LogCleanerDeleteRetentionMs >= 0, "log.cleaner.delete.retention.ms", itoa(c.LogCleanerDeleteRetentionMs), "must be at least 0"},
+		{c.LogCleanerBackoff >= 0, "log.cleaner.backoff.ms", ms(c.LogCleanerBackoff), "must be at least 0"},
+		{c.LogCleanerDedupeBufferSize >= 1<<20, "log.cleaner.dedupe.buffer.size", itoa(c.LogCleanerDedupeBufferSize), "must be at least 1048576"},
 		{c.ControllerSocketTimeout > 0, "controller.socket.timeout.ms", ms(c.ControllerSocketTimeout), "must be greater than 0"},
 		{c.LeaderImbalanceCheckInterval >= time.Second, "leader.imbalance.check.interval.seconds", itoa(int64(c.LeaderImbalanceCheckInterval / time.Second)), "must be at least 1"},
 		{c.LeaderImbalancePerBrokerPercentage >= 0 && c.LeaderImbalancePerBrokerPercentage <= 100, "leader.imbalance.per.broker.percentage", itoa(c.LeaderImbalancePerBrokerPercentage), "must be between 0 and 100"},

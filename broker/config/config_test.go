@@ -117,6 +117,22 @@ func TestDefaults(t *testing.T) {
 		{"num.partitions", c.NumPartitions, int32(1)},
 		{"default.replication.factor", c.DefaultReplicationFactor, int16(1)},
 		{"offsets.topic.replication.factor", c.OffsetsTopicReplicationFactor, int16(3)},
+		{"offsets.topic.num.partitions", c.OffsetsTopicNumPartitions, int32(50)},
+		{"offsets.topic.segment.bytes", c.OffsetsTopicSegmentBytes, int32(104857600)},
+		{"offsets.commit.required.acks", c.OffsetsCommitRequiredAcks, int16(-1)},
+		{"offsets.commit.timeout.ms", c.OffsetsCommitTimeout, 5 * time.Second},
+		{"offsets.retention.minutes", c.OffsetsRetention, 10080 * time.Minute},
+		{"offsets.retention.check.interval.ms", c.OffsetsRetentionCheckInterval, 600 * time.Second},
+		{"group.min.session.timeout.ms", c.GroupMinSessionTimeout, 6 * time.Second},
+		{"group.max.session.timeout.ms", c.GroupMaxSessionTimeout, 1800 * time.Second},
+		{"group.initial.rebalance.delay.ms", c.GroupInitialRebalanceDelay, 3 * time.Second},
+		{"group.max.size", c.GroupMaxSize, int32(2147483647)},
+		{"log.cleanup.policy", c.LogCleanupPolicy, []string{"delete"}},
+		{"log.cleaner.enable", c.LogCleanerEnable, true},
+		{"log.cleaner.threads", c.LogCleanerThreads, 1},
+		{"log.cleaner.min.cleanable.ratio", c.LogCleanerMinCleanableRatio, 0.5},
+		{"log.cleaner.delete.retention.ms", c.LogCleanerDeleteRetentionMs, int64(86400000)},
+		{"log.cleaner.backoff.ms", c.LogCleanerBackoff, 15 * time.Second},
 		{"auto.create.topics.enable", c.AutoCreateTopicsEnable, true},
 		{"delete.topic.enable", c.DeleteTopicEnable, true},
 		{"message.max.bytes", c.MessageMaxBytes, int32(1000012)},
@@ -346,6 +362,18 @@ func TestErrors(t *testing.T) {
 			`invalid value "0" for "default.replication.factor": must be at least 1`},
 		{"offsets rf 0", with("offsets.topic.replication.factor", "0"), ErrInvalidValue,
 			`invalid value "0" for "offsets.topic.replication.factor": must be at least 1`},
+		{"offsets partitions 0", with("offsets.topic.num.partitions", "0"), ErrInvalidValue,
+			`invalid value "0" for "offsets.topic.num.partitions": must be at least 1`},
+		{"commit acks above rf", with("offsets.commit.required.acks", "4"), ErrInvalidValue,
+			`invalid value "4" for "offsets.commit.required.acks": must be between -1 and offsets.topic.replication.factor (3)`},
+		{"group max below min", with("group.max.session.timeout.ms", "5000"), ErrInvalidValue,
+			`invalid value "5000" for "group.max.session.timeout.ms": must be at least group.min.session.timeout.ms (6000)`},
+		{"cleanup policy", with("log.cleanup.policy", "compact,remove"), ErrInvalidValue,
+			`invalid value "compact,remove" for "log.cleanup.policy": each policy must be delete or compact`},
+		{"cleanable ratio", with("log.cleaner.min.cleanable.ratio", "1.5"), ErrInvalidValue,
+			`invalid value "1.5" for "log.cleaner.min.cleanable.ratio": must be between 0 and 1`},
+		{"cleanable ratio text", with("log.cleaner.min.cleanable.ratio", "half"), ErrInvalidValue,
+			`invalid value "half" for "log.cleaner.min.cleanable.ratio": not a number`},
 		{"message.max.bytes 0", with("message.max.bytes", "0"), ErrInvalidValue,
 			`invalid value "0" for "message.max.bytes": must be greater than 0`},
 		{"fetchers 0", with("num.replica.fetchers", "0"), ErrInvalidValue,
@@ -445,7 +473,7 @@ func TestKnownUnusedWarnsOncePerKey(t *testing.T) {
 		"num.network.threads", "3",
 		"num.io.threads", "8",
 		"socket.send.buffer.bytes", "102400",
-		"group.initial.rebalance.delay.ms", "0",
+		"log.cleaner.io.buffer.size", "524288",
 		"listener.name.plaintext.some.setting", "x",
 		"super.users", "User:admin",
 	))
@@ -455,7 +483,7 @@ func TestKnownUnusedWarnsOncePerKey(t *testing.T) {
 	if c.BrokerID != 1 {
 		t.Fatal("config not parsed")
 	}
-	want := []string{"group.initial.rebalance.delay.ms", "listener.name.plaintext.some.setting", "num.io.threads", "num.network.threads", "socket.send.buffer.bytes", "super.users"}
+	want := []string{"listener.name.plaintext.some.setting", "log.cleaner.io.buffer.size", "num.io.threads", "num.network.threads", "socket.send.buffer.bytes", "super.users"}
 	if len(warnings) != len(want) {
 		t.Fatalf("got %d warnings %q, want one per key %v", len(warnings), warnings, want)
 	}
@@ -488,7 +516,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("used key %q is not a Kafka 2.4 broker key", k)
 		}
 	}
-	for _, k := range []string{"num.network.threads", "ssl.keystore.location", "log.cleaner.enable"} {
+	for _, k := range []string{"num.network.threads", "ssl.keystore.location", "log.cleaner.io.buffer.size"} {
 		if Classify(k) != Ignored {
 			t.Errorf("%q should be known-unused", k)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -158,6 +159,49 @@ var simpleKeys = map[string]setter{
 	"controlled.shutdown.retry.backoff.ms": msSetter(func(c *Config) *time.Duration {
 		return &c.ControlledShutdownRetryBackoff
 	}),
+	"offsets.topic.num.partitions": func(c *Config, k, raw string) error {
+		return setInt32(&c.OffsetsTopicNumPartitions, k, raw)
+	},
+	"offsets.topic.segment.bytes": func(c *Config, k, raw string) error {
+		return setInt32(&c.OffsetsTopicSegmentBytes, k, raw)
+	},
+	"offsets.commit.required.acks": func(c *Config, k, raw string) error {
+		return setInt16(&c.OffsetsCommitRequiredAcks, k, raw)
+	},
+	"offsets.commit.timeout.ms": msSetter(func(c *Config) *time.Duration { return &c.OffsetsCommitTimeout }),
+	"offsets.retention.minutes": func(c *Config, k, raw string) error {
+		return setScaled(&c.OffsetsRetention, time.Minute, k, raw)
+	},
+	"offsets.retention.check.interval.ms": msSetter(func(c *Config) *time.Duration { return &c.OffsetsRetentionCheckInterval }),
+	"offsets.load.buffer.size": func(c *Config, k, raw string) error {
+		return setInt32(&c.OffsetsLoadBufferSize, k, raw)
+	},
+	"offset.metadata.max.bytes": func(c *Config, k, raw string) error {
+		return setInt32(&c.OffsetMetadataMaxBytes, k, raw)
+	},
+	"group.min.session.timeout.ms":     msSetter(func(c *Config) *time.Duration { return &c.GroupMinSessionTimeout }),
+	"group.max.session.timeout.ms":     msSetter(func(c *Config) *time.Duration { return &c.GroupMaxSessionTimeout }),
+	"group.initial.rebalance.delay.ms": msSetter(func(c *Config) *time.Duration { return &c.GroupInitialRebalanceDelay }),
+	"group.max.size":                   func(c *Config, k, raw string) error { return setInt32(&c.GroupMaxSize, k, raw) },
+	"log.cleanup.policy":               setCleanupPolicy,
+	"log.cleaner.enable":               boolSetter(func(c *Config) *bool { return &c.LogCleanerEnable }),
+	"log.cleaner.threads":              func(c *Config, k, raw string) error { return setInt(&c.LogCleanerThreads, k, raw) },
+	"log.cleaner.min.cleanable.ratio": func(c *Config, k, raw string) error {
+		return setFloat(&c.LogCleanerMinCleanableRatio, k, raw)
+	},
+	"log.cleaner.min.compaction.lag.ms": func(c *Config, k, raw string) error {
+		return setInt64(&c.LogCleanerMinCompactionLagMs, k, raw)
+	},
+	"log.cleaner.max.compaction.lag.ms": func(c *Config, k, raw string) error {
+		return setInt64(&c.LogCleanerMaxCompactionLagMs, k, raw)
+	},
+	"log.cleaner.delete.retention.ms": func(c *Config, k, raw string) error {
+		return setInt64(&c.LogCleanerDeleteRetentionMs, k, raw)
+	},
+	"log.cleaner.backoff.ms": msSetter(func(c *Config) *time.Duration { return &c.LogCleanerBackoff }),
+	"log.cleaner.dedupe.buffer.size": func(c *Config, k, raw string) error {
+		return setInt64(&c.LogCleanerDedupeBufferSize, k, raw)
+	},
 	"metrics.listen": func(c *Config, _, raw string) error { c.MetricsListen = raw; return nil },
 	"isrbroker.local.address": func(c *Config, _, raw string) error {
 		c.LocalAddress = raw
@@ -710,6 +754,32 @@ func setMsFrom(dst *int64, factor int64, key, raw string, derived map[string][2]
 	}
 	*dst = v * factor
 	derived[canonical] = [2]string{key, raw}
+	return nil
+}
+
+// setFloat types a Java double property.
+func setFloat(dst *float64, key, raw string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return invalid(key, raw, "not a number")
+	}
+	*dst = v
+	return nil
+}
+
+// setCleanupPolicy types log.cleanup.policy: a comma-separated list of "delete" and "compact".
+func setCleanupPolicy(c *Config, key, raw string) error {
+	var out []string
+	for _, p := range strings.Split(raw, ",") {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p != "delete" && p != "compact" {
+			return invalid(key, raw, "each policy must be delete or compact")
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	c.LogCleanupPolicy = out
 	return nil
 }
 
