@@ -163,8 +163,9 @@ func TestConsumerGroupsTool(t *testing.T) {
 	for got < partitions*perPartition {
 		pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
 		fs := first.PollFetches(pctx)
+		err := pctx.Err()
 		pcancel()
-		if err := pctx.Err(); err != nil {
+		if err != nil {
 			t.Fatalf("first member consumed %d of %d records: %v", got, partitions*perPartition, err)
 		}
 		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s-%d: %v", tp, p, err) })
@@ -242,8 +243,9 @@ func TestConsumerGroupsTool(t *testing.T) {
 	for got < partitions*perPartition {
 		pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
 		fs := second.PollFetches(pctx)
+		err := pctx.Err()
 		pcancel()
-		if err := pctx.Err(); err != nil {
+		if err != nil {
 			t.Fatalf("after the reset the next member consumed %d of %d records (first offsets %v): %v", got, partitions*perPartition, firstOffset, err)
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
