@@ -192,10 +192,16 @@ func TestConsumerGroupsTool(t *testing.T) {
 		strings.Fields(lines[1])[0] != activeGroup || strings.Fields(lines[1])[3] != "cgt-first" {
 		t.Fatalf("describe --members --verbose:\n%s", r.Stdout)
 	}
+	ds, err := adm.DescribeGroups(ctx, activeGroup)
+	if err != nil {
+		t.Fatalf("describe %s: %v", activeGroup, err)
+	}
+	coord := ds[activeGroup].Coordinator
 	r = cgOK("--describe", "--group", activeGroup, "--state")
 	if f := strings.Fields(strings.Split(strings.TrimSpace(r.Stdout), "\n")[1]); len(f) != 6 || f[0] != activeGroup ||
-		f[4] != "Stable" || f[5] != "1" || !strings.HasPrefix(f[2], "(") {
-		t.Fatalf("describe --state:\n%s", r.Stdout)
+		f[1] != fmt.Sprintf("%s:%d", coord.Host, coord.Port) || f[2] != fmt.Sprintf("(%d)", coord.NodeID) ||
+		f[3] != ds[activeGroup].Protocol || f[4] != "Stable" || f[5] != "1" {
+		t.Fatalf("describe --state, want coordinator %d at %s:%d and protocol %s:\n%s", coord.NodeID, coord.Host, coord.Port, ds[activeGroup].Protocol, r.Stdout)
 	}
 
 	// --reset-offsets is refused while the member is active; nothing is committed.
@@ -212,6 +218,15 @@ func TestConsumerGroupsTool(t *testing.T) {
 	r = cg("--delete", "--group", activeGroup)
 	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "* Group 'cgt-active' could not be deleted due to: NON_EMPTY_GROUP") {
 		t.Fatalf("delete of an active group: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+
+	// --delete-offsets of a topic the member consumes: GROUP_SUBSCRIBED_TO_TOPIC, kept.
+	r = cg("--delete-offsets", "--group", activeGroup, "--topic", topic+":1")
+	if r.ExitCode != 1 || !strings.Contains(r.Stdout, fmt.Sprintf("%-30s %-15s %s", topic, "1", "Error: GROUP_SUBSCRIBED_TO_TOPIC")) {
+		t.Fatalf("delete-offsets of a subscribed topic: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if o := cgCommitted(t, adm, activeGroup)[topic][1]; o != leo[1] {
+		t.Fatalf("refused --delete-offsets changed %s-1 of %s: %d", topic, activeGroup, o)
 	}
 
 	// The member leaves; the group becomes Empty; reset to the earliest offsets.
