@@ -115,9 +115,12 @@ func TestConsumerGroupsTool(t *testing.T) {
 	const topic, partitions, perPartition = "cgt", 3, 10
 	c.CreateTopic(topic, partitions, 3)
 	producer := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Record i of every partition has the timestamp base + i s (CreateTime), for --to-datetime.
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
 	for p := int32(0); p < partitions; p++ {
 		for i := 0; i < perPartition; i++ {
-			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i)),
+				Timestamp: base.Add(time.Duration(i) * time.Second)}
 			if err := producer.ProduceSync(ctx, r).FirstErr(); err != nil {
 				t.Fatalf("produce to %s-%d: %v", topic, p, err)
 			}
@@ -276,6 +279,33 @@ func TestConsumerGroupsTool(t *testing.T) {
 		}
 	}
 	second.Close()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		st, n, err := cgGroupState(ctx, adm, activeGroup)
+		return st == "Empty", fmt.Sprintf("group %s state %s with %d members (%v)", activeGroup, st, n, err)
+	})
+
+	// --to-datetime: the first offset whose timestamp is at or after base + 5.5 s is 6;
+	// --shift-by and --to-offset are clamped to the log start and end offsets.
+	for _, tc := range []struct {
+		args []string
+		want int64
+		warn string
+	}{
+		{[]string{"--to-datetime", base.Add(5500 * time.Millisecond).Format("2006-01-02T15:04:05.000")}, 6, ""},
+		{[]string{"--shift-by", "-100"}, 0, "is lower than earliest offset"},
+		{[]string{"--to-offset", "100"}, perPartition, "is higher than latest offset"},
+	} {
+		r = cgOK(append([]string{"--reset-offsets", "--group", activeGroup, "--topic", topic, "--execute"}, tc.args...)...)
+		if !strings.Contains(r.Stdout, fmt.Sprintf("%-30s %-30s %-10d %-15d\n", activeGroup, topic, 2, tc.want)) ||
+			(tc.warn != "" && strings.Count(r.Stderr, tc.warn) != partitions) {
+			t.Fatalf("reset %v, want %d:\nstdout: %s\nstderr: %s", tc.args, tc.want, r.Stdout, r.Stderr)
+		}
+		for p, o := range cgCommitted(t, adm, activeGroup)[topic] {
+			if o != tc.want {
+				t.Fatalf("after reset %v %s-%d of %s is at %d, want %d", tc.args, topic, p, activeGroup, o, tc.want)
+			}
+		}
+	}
 
 	// --list shows both groups.
 	r = cgOK("--list")
