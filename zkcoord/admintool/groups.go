@@ -43,6 +43,9 @@ UTC when absent); --by-duration takes PnDTnHnMnS (ISO-8601, e.g. PT30M).
 --topic takes a name, or name:p1,p2 to name partitions (repeatable).
 --timeout is in milliseconds. Errors are one line on stderr with exit status 1.`
 
+// The Kafka 2.4 behaviour `consumer-groups` follows (requests, tables, messages, reset rules)
+// is restated in docs/consumer-groups-tool.md.
+
 // cgOptions is a validated `consumer-groups` command line.
 type cgOptions struct {
 	action    string // list, describe, delete, reset-offsets, delete-offsets
