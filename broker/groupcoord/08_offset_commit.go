@@ -118,7 +118,10 @@ func (c *Coordinator) CommitOffsets(groupID, memberID string, instanceID *string
 			return
 		}
 		// The group does not use Kafka's group management: offsets only.
-		g = c.addGroup(newGroup(groupID, c.now()))
+		if g = c.addGroup(newGroup(groupID, c.now())); g == nil {
+			cb(all(errNotCoordinator))
+			return
+		}
 	}
 	c.locked(g, func() {
 		switch {

@@ -109,7 +109,10 @@ func (c *Coordinator) JoinGroup(p joinParams, cb func(joinResult)) {
 			cb(joinError(p.memberID, errUnknownMemberID))
 			return
 		}
-		g = c.addGroup(newGroup(p.groupID, c.now()))
+		if g = c.addGroup(newGroup(p.groupID, c.now())); g == nil {
+			cb(joinError(p.memberID, errNotCoordinator))
+			return
+		}
 	}
 	c.locked(g, func() {
 		overCapacity := int32(len(g.members)) > c.cfg.GroupMaxSize

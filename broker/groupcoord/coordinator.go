@@ -342,12 +342,18 @@ func (c *Coordinator) getGroup(id string) *group {
 	return c.groups[id]
 }
 
-// addGroup puts g in the cache unless a group of that id is there; it returns the cached one.
+// addGroup puts g in the cache unless a group of that id is there; it returns the cached one,
+// or nil when this broker no longer owns the group's partition (a resignation raced with the
+// request: the group must not outlive the unload).
 func (c *Coordinator) addGroup(g *group) *group {
+	p := c.PartitionFor(g.id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.groups[g.id]; cur != nil {
 		return cur
+	}
+	if !c.owned[p] || c.loading[p] {
+		return nil
 	}
 	c.groups[g.id] = g
 	return g
