@@ -689,3 +689,16 @@ func FuzzParseResetDateTime(f *testing.F) {
 	f.Add("2024-05-01T12:00:00.000+02:00")
 	f.Fuzz(func(t *testing.T, s string) { _, _ = parseResetDateTime(s) })
 }
+
+// Through the real kadm backend: an unreachable broker is one error line, not a hang.
+func TestConsumerGroupsUnreachableBroker(t *testing.T) {
+	start := time.Now()
+	mustFail(t, run("consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2000", "--list"), 1,
+		"isrbroker: list groups: Kafka brokers at 127.0.0.1:1:")
+	mustFail(t, run("consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2000", "--describe", "--group", "g"), 1,
+		"isrbroker: describe groups: Kafka brokers at 127.0.0.1:1:")
+	mustFail(t, run("consumer-groups", "--bootstrap-server", " , ", "--list"), 1, `--bootstrap-server "," names no broker`)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
