@@ -1,8 +1,10 @@
-// Package admintool owns the operator verbs `isrbroker topics`, `isrbroker cluster` and
-// `isrbroker leader-election` (urfave/cli/v2 commands), modelled on Kafka 2.4's
-// kafka-topics.sh and kafka-leader-election.sh: the same verbs, flags and output. With
-// --zookeeper they read and write the znodes through zkcoord (the only package that knows
-// znode paths); `topics` with --bootstrap-server goes through the Kafka protocol with
+// Package admintool owns the operator verbs `isrbroker topics`, `isrbroker cluster`,
+// `isrbroker leader-election`, `isrbroker reassign-partitions` and
+// `isrbroker consumer-groups` (urfave/cli/v2 commands), modelled on Kafka 2.4's
+// kafka-topics.sh, kafka-leader-election.sh, kafka-reassign-partitions.sh and
+// kafka-consumer-groups.sh: the same verbs, flags and output. With --zookeeper they read
+// and write the znodes through zkcoord (the only package that knows znode paths); `topics`
+// with --bootstrap-server and `consumer-groups` go through the Kafka protocol with
 // franz-go's kadm instead.
 //
 // Every failure an operator can act on (an unreachable ZooKeeper, an unknown topic or
@@ -73,10 +75,10 @@ func clean(err error) string {
 	return oneLine(s)
 }
 
-// Commands returns the `topics`, `cluster`, `leader-election` and `reassign-partitions`
-// commands.
+// Commands returns the `topics`, `cluster`, `leader-election`, `reassign-partitions` and
+// `consumer-groups` commands.
 func Commands() []*cli.Command {
-	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand()}
+	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand(), consumerGroupsCommand()}
 }
 
 // zkFlags returns fresh --zookeeper flags (urfave/cli flags keep per-run state).
