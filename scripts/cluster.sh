@@ -3,7 +3,8 @@
 # scripts/server-{1,2,3}.properties, all run from the repository root.
 #
 #   scripts/cluster.sh up      install deps if missing, build, start ZooKeeper and 3 brokers, run the demo
-#   scripts/cluster.sh demo    produce 10 records with kcat to topic "demo" and consume them back
+#   scripts/cluster.sh demo    produce 10 records with kcat to topic "demo", consume them back, then
+#                              with the consumer group "demo-group" (kcat -G), and describe the group
 #   scripts/cluster.sh status  show what is running and the cluster's metadata
 #   scripts/cluster.sh down    stop (SIGTERM) the brokers and the ZooKeeper this script started
 #   scripts/cluster.sh clean   down, then delete .cluster/ and data/ (all topics are lost)
@@ -22,6 +23,7 @@ ZK_JAR=/usr/share/java/zookeeper.jar
 ZK_PORT=2181
 IDS=(1 2 3)
 DEMO_TOPIC=demo
+DEMO_GROUP=demo-group
 
 log() { echo "cluster: $*"; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -154,6 +156,21 @@ cmd_demo() {
 	done <<<"$input"
 	((missing == 0)) || die "$missing of the 10 records produced in this run were not consumed back"
 	log "demo ok: the 10 records of run $run were produced and consumed back"
+
+	# Consumer group: the broker's group coordinator (JoinGroup/SyncGroup/OffsetCommit, offsets
+	# kept in __consumer_offsets). A new group starts at the earliest offset; a group that ran
+	# before resumes from its committed offsets, so it reads exactly this run's 10 records.
+	echo "== kcat -G $DEMO_GROUP $DEMO_TOPIC -e (a consumer group: reads what the group has not committed yet)"
+	out=$(timeout 60 kcat -b "$bs" -G "$DEMO_GROUP" "$DEMO_TOPIC" -X auto.offset.reset=earliest -e -q -f 'partition %p offset %o  %k = %s\n') || die "kcat -G failed"
+	echo "$out"
+	missing=0
+	while IFS= read -r line; do
+		grep -qF -- "${line%%:*} = ${line#*:}" <<<"$out" || missing=$((missing + 1))
+	done <<<"$input"
+	((missing == 0)) || die "$missing of the 10 records produced in this run were not consumed by group $DEMO_GROUP"
+	echo "== $BIN consumer-groups --describe --group $DEMO_GROUP (committed offsets, lag 0)"
+	"$BIN" consumer-groups --bootstrap-server "$bs" --describe --group "$DEMO_GROUP" 2>&1 || die "consumer-groups --describe failed"
+	log "demo ok: group '$DEMO_GROUP' consumed this run's records and committed its offsets"
 }
 
 cmd_status() {
