@@ -301,6 +301,18 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 			l := newCompactLog(t, cfg, clock)
 			fillKeys(t, l, 300, 15, clock.Now().UnixMilli(), 2)
 			l.SetHighWatermark(l.LogEndOffset())
+			if _, err := cleanOnce(t, l, clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			// a second round rewrites k0..k7 only: the latest values of k8..k14 stay in the
+			// small segments of the first cleaning, which the next cleaning merges into one
+			// group; unique keys at the end keep every tracked latest value out of the active
+			// segment
+			fillKeys(t, l, 200, 8, clock.Now().UnixMilli(), 2)
+			for i := 0; i < 60; i++ {
+				mustAppend(t, l, keyedBatch(t, plain(1), put(fmt.Sprint("tail", i), "t")), 2)
+			}
+			l.SetHighWatermark(l.LogEndOffset())
 			before, _ := readAll(t, l)
 			leo := l.LogEndOffset()
 			hit := false
@@ -310,6 +322,17 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 					return true
 				}
 				return false
+			}
+			var groupSize int
+			l.mu.RLock()
+			for _, s := range l.segs[1:] {
+				if s.base < l.cleanerCheckpoint {
+					groupSize++
+				}
+			}
+			l.mu.RUnlock()
+			if groupSize < 2 {
+				t.Fatalf("setup: %d cleaned segments to merge", groupSize)
 			}
 			if _, err := cleanOnce(t, l, clock.Now()); !errors.Is(err, errSwapStopped) {
 				t.Fatalf("cleaning did not stop at %s: %v", step, err)
