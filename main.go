@@ -195,6 +195,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 
 // LogConfig is the broker-wide log configuration (topic configs override it per topic).
 func LogConfig(cfg *config.Config) logstore.Config {
+	policy, _ := logstore.ParseCleanupPolicy(cfg.LogCleanupPolicy) // validated by broker/config
 	return logstore.Config{
 		SegmentBytes:          int64(cfg.LogSegmentBytes),
 		SegmentMs:             cfg.LogRoll(),
@@ -205,6 +206,19 @@ func LogConfig(cfg *config.Config) logstore.Config {
 		FlushIntervalMessages: cfg.LogFlushIntervalMessages,
 		FlushInterval:         cfg.LogFlushInterval(),
 		FileDeleteDelay:       cfg.FileDeleteDelay,
+		CleanupPolicy:         policy,
+		MinCleanableRatio:     cfg.LogCleanerMinCleanableRatio,
+		MinCompactionLagMs:    cfg.LogCleanerMinCompactionLagMs,
+		MaxCompactionLagMs:    cfg.LogCleanerMaxCompactionLagMs,
+		DeleteRetentionMs:     cfg.LogCleanerDeleteRetentionMs,
+	}
+}
+
+// LogCleanerConfig is the broker's log cleaner configuration (log.cleaner.*).
+func LogCleanerConfig(cfg *config.Config, reg metrics.Registry) logstore.CleanerConfig {
+	return logstore.CleanerConfig{
+		Enable: cfg.LogCleanerEnable, Threads: cfg.LogCleanerThreads, Backoff: cfg.LogCleanerBackoff,
+		DedupeBufferSize: cfg.LogCleanerDedupeBufferSize, Registry: reg,
 	}
 }
 
@@ -384,6 +398,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		defer b.bg.Done()
 		b.logs.RunBackground(bgCtx, cfg.LogRetentionCheckInterval, cfg.LogFlushOffsetCheckpointInterval)
 	}()
+	b.logs.StartCleaner(LogCleanerConfig(cfg, reg)) // stopped by b.logs.Close
+
 	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterID": b.zk.ClusterID()}).Info("broker started")
 	return b, nil
 }

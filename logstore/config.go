@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,67 @@ type Config struct {
 	FlushIntervalMessages int64         // log.flush.interval.messages; fsync after this many messages (default math.MaxInt64 = never)
 	FlushInterval         time.Duration // log.flush.interval.ms; 0 = never by time
 	FileDeleteDelay       time.Duration // file.delete.delay.ms (60000): delay before removing .deleted files / -delete dirs (tests use 0)
+
+	// Log compaction (docs/compaction.md). The zero CleanupPolicy is "delete", so a Config
+	// built without these fields keeps today's delete-only behaviour.
+	CleanupPolicy      CleanupPolicy // cleanup.policy / log.cleanup.policy (delete)
+	MinCleanableRatio  float64       // min.cleanable.dirty.ratio / log.cleaner.min.cleanable.ratio (0.5)
+	MinCompactionLagMs int64         // min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms (0)
+	MaxCompactionLagMs int64         // max.compaction.lag.ms / log.cleaner.max.compaction.lag.ms (Long.MaxValue); <= 0 means unlimited
+	DeleteRetentionMs  int64         // delete.retention.ms / log.cleaner.delete.retention.ms (86400000): tombstone lifetime after cleaning
+}
+
+// CleanupPolicy is cleanup.policy: which of retention (delete) and compaction apply.
+type CleanupPolicy uint8
+
+const (
+	PolicyDelete        CleanupPolicy = iota // "delete": time and size retention only (Kafka's default)
+	PolicyCompact                            // "compact": the log cleaner only; retention only below the log start offset
+	PolicyCompactDelete                      // "compact,delete": both (KIP-71)
+)
+
+// Compact reports whether the log cleaner compacts the log.
+func (p CleanupPolicy) Compact() bool { return p == PolicyCompact || p == PolicyCompactDelete }
+
+// Delete reports whether time and size retention delete segments.
+func (p CleanupPolicy) Delete() bool { return p == PolicyDelete || p == PolicyCompactDelete }
+
+// String renders the policy as Kafka's comma-separated list.
+func (p CleanupPolicy) String() string {
+	switch p {
+	case PolicyCompact:
+		return "compact"
+	case PolicyCompactDelete:
+		return "compact,delete"
+	default:
+		return "delete"
+	}
+}
+
+// ParseCleanupPolicy reads Kafka's list form ("delete", "compact", "compact,delete" in any
+// order, spaces allowed). ok is false for an empty list or an unknown entry.
+func ParseCleanupPolicy(items []string) (CleanupPolicy, bool) {
+	var compact, del bool
+	for _, it := range items {
+		switch strings.TrimSpace(strings.ToLower(it)) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		case "":
+		default:
+			return PolicyDelete, false
+		}
+	}
+	switch {
+	case compact && del:
+		return PolicyCompactDelete, true
+	case compact:
+		return PolicyCompact, true
+	case del:
+		return PolicyDelete, true
+	}
+	return PolicyDelete, false
 }
 
 // DefaultConfig returns Kafka 2.4's defaults (kafka-zk-reference §5).
@@ -31,6 +93,11 @@ func DefaultConfig() Config {
 		FlushIntervalMessages: math.MaxInt64,
 		FlushInterval:         0,
 		FileDeleteDelay:       60 * time.Second,
+		CleanupPolicy:         PolicyDelete,
+		MinCleanableRatio:     0.5,
+		MinCompactionLagMs:    0,
+		MaxCompactionLagMs:    math.MaxInt64,
+		DeleteRetentionMs:     86400000,
 	}
 }
 
@@ -51,6 +118,18 @@ func (c Config) sanitized() Config {
 	}
 	if c.FileDeleteDelay < 0 {
 		c.FileDeleteDelay = 0
+	}
+	if c.MinCleanableRatio < 0 || c.MinCleanableRatio > 1 {
+		c.MinCleanableRatio = d.MinCleanableRatio
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = 0
 	}
 	return c
 }

@@ -12,10 +12,17 @@
 // epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication
 // state beyond the numbers the replica manager hands it.
 //
+// It also owns the log cleaner (cleaner.go, docs/compaction.md): compaction of logs whose
+// cleanup.policy includes compact, the `cleaner-offset-checkpoint` per log dir, and the
+// `.cleaned`/`.swap` protocol that swaps cleaned segments in and is completed or rolled back
+// when a log is opened after a crash.
+//
 // Hot paths never decode records: a produce is validated through the v2 batch header and
 // CRC-32C, offsets are assigned by rewriting only the header's baseOffset and
 // partitionLeaderEpoch (both lie before the CRC'd range), and a fetch returns raw stored
-// bytes located through the sparse offset index.
+// bytes located through the sparse offset index. Only compacted topics pay for decoding records:
+// a produce to one is checked for keyless records (records.go), and the cleaner decodes the
+// segments it rewrites.
 //
 // Locking (per Log): appendMu serialises every mutation (append, truncation, roll, retention,
 // config); flushMu serialises flushes with structural changes; mu guards the published state

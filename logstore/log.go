@@ -42,9 +42,14 @@ type Log struct {
 	leo           int64
 	logStart      int64
 	recoveryPoint int64
-	hw            int64 // last high watermark handed in (retention bound), -1 if unknown
+	hw            int64 // last high watermark handed in (retention and cleaning bound), -1 if unknown
 	epochs        epochCache
 	closed        bool
+
+	// log cleaner state (cleaner.go), guarded by mu
+	cleanerCheckpoint int64  // first dirty offset: the end of the last cleaning, -1 if never cleaned
+	cleanGen          uint64 // bumped by every truncation and by Close: an in-progress cleaning aborts
+	configured        bool   // the topic's config was applied (GetOrCreate); logs loaded at Open wait for it
 
 	// guarded by appendMu
 	producers producerState
@@ -54,6 +59,8 @@ type Log struct {
 	lastFlush         time.Time
 
 	wg sync.WaitGroup // asynchronous flushes after a roll
+
+	testHook func(step string) bool // tests: called at each step of a cleaning (cleaner.go), set before it starts
 }
 
 // loadParams is what the manager knows about a log before loading it.
@@ -65,6 +72,8 @@ type loadParams struct {
 	logStart      int64 // from log-start-offset-checkpoint, -1 if absent
 	hw            int64 // from replication-offset-checkpoint, -1 if absent
 	clean         bool  // the log dir had .kafka_cleanshutdown
+	cleanerCP     int64 // from cleaner-offset-checkpoint, -1 if absent
+	configured    bool  // cfg is the topic's own configuration (not only the broker defaults)
 	log           logrus.FieldLogger
 	now           func() time.Time
 }
@@ -89,6 +98,9 @@ func openLog(p loadParams) (*Log, error) {
 		cfg:       p.cfg.sanitized(),
 		hw:        p.hw,
 		producers: producerState{},
+
+		cleanerCheckpoint: p.cleanerCP,
+		configured:        p.configured,
 	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
@@ -103,6 +115,10 @@ func openLog(p loadParams) (*Log, error) {
 }
 
 func (l *Log) loadSegments(p loadParams) error {
+	// an interrupted cleaning is finished or rolled back first (cleaner.go)
+	if err := l.completeSwaps(); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -322,7 +338,14 @@ func (l *Log) SetConfig(c Config) {
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	l.cfg = c.sanitized()
+	l.configured = true
 	l.mu.Unlock()
+}
+
+func (l *Log) isConfigured() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.configured
 }
 
 // LogEndOffset is the LEO: the offset the next appended record gets.
@@ -373,6 +396,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	for i, h := range hs {
 		if err := validateForLeader(h, cfg.MaxMessageBytes); err != nil {
 			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("batch %d: %w", i, err)
+		}
+	}
+	if cfg.CleanupPolicy.Compact() {
+		// only compacted topics pay for decoding records (LogValidator.validateKey)
+		if err := checkKeys(records, hs); err != nil {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
 		}
 	}
 	if len(hs) == 0 {
@@ -749,6 +778,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		offset = 0
 	}
+	l.abortCleaningLocked(offset)
 	if offset <= l.segs[0].base {
 		l.mu.Unlock()
 		return l.truncateFullyLocked(offset, false)
@@ -880,6 +910,7 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 	if l.closed {
 		return ErrClosed
 	}
+	l.abortCleaningLocked(offset)
 	for _, s := range l.segs {
 		s.markDeleted(0)
 	}
@@ -989,10 +1020,12 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 			break
 		}
 		del := false
-		if cfg.RetentionMs >= 0 && nowMs-s.largestTimestamp() > cfg.RetentionMs {
+		// time and size retention only with cleanup.policy delete (Log.deleteOldSegments);
+		// a compact-only log loses segments only below its log start offset
+		if cfg.CleanupPolicy.Delete() && cfg.RetentionMs >= 0 && nowMs-s.largestTimestamp() > cfg.RetentionMs {
 			del = true
 		}
-		if cfg.RetentionBytes >= 0 && diff-s.size >= 0 {
+		if cfg.CleanupPolicy.Delete() && cfg.RetentionBytes >= 0 && diff-s.size >= 0 {
 			del = true
 		}
 		if i+1 < len(l.segs) && l.segs[i+1].base <= l.logStart {
@@ -1102,6 +1135,7 @@ func (l *Log) Close() error {
 	err := l.flushAll()
 	l.mu.Lock()
 	l.closed = true
+	l.cleanGen++
 	l.closeFiles()
 	l.mu.Unlock()
 	return err

@@ -37,6 +37,8 @@ type Manager struct {
 	closed    bool
 
 	checkpointMu sync.Mutex // serialises checkpoint file writes
+
+	cleaner *cleaner // the log cleaner (cleaner.go), nil until StartCleaner; guarded by mu
 }
 
 // Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
@@ -117,6 +119,11 @@ func (m *Manager) loadDir(dir string) error {
 		dlog.WithError(err).Warn("unreadable replication-offset-checkpoint; high watermarks unknown")
 		hws = nil
 	}
+	cleaned, err := readOffsetCheckpoint(filepath.Join(dir, cleanerCheckpointFile))
+	if err != nil {
+		dlog.WithError(err).Warn("unreadable cleaner-offset-checkpoint; compacted logs are cleaned from their start")
+		cleaned = nil
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -159,9 +166,15 @@ func (m *Manager) loadDir(dir string) error {
 		if !ok {
 			hw = -1
 		}
+		cp, ok := cleaned[tp]
+		if !ok {
+			cp = -1
+		}
+		// the topic's own config arrives with GetOrCreate; until then the log is neither
+		// cleaned nor subject to time/size retention
 		l, err := openLog(loadParams{
 			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
-			clean: clean, log: m.log, now: m.now,
+			clean: clean, cleanerCP: cp, log: m.log, now: m.now,
 		})
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
@@ -257,10 +270,12 @@ func (m *Manager) Get(tp TopicPartition) *Log {
 	return m.logs[tp]
 }
 
-// GetOrCreate returns the log of tp, creating it (empty, at offset 0) in the log dir holding
-// the fewest partitions.
+// GetOrCreate returns the log of tp with cfg applied (a log loaded at Open gets its topic's
+// configuration here), creating it (empty, at offset 0) in the log dir holding the fewest
+// partitions.
 func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	if l := m.Get(tp); l != nil {
+		l.SetConfig(cfg)
 		return l, nil
 	}
 	if err := validTopic(tp.Topic); err != nil {
@@ -275,6 +290,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 		return nil, ErrClosed
 	}
 	if l := m.logs[tp]; l != nil {
+		l.SetConfig(cfg)
 		return l, nil
 	}
 	counts := map[string]int{}
@@ -289,7 +305,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	}
 	l, err := openLog(loadParams{
 		tp: tp, dir: filepath.Join(dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfg,
-		recoveryPoint: 0, logStart: -1, hw: -1, clean: true, log: m.log, now: m.now,
+		recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
 	})
 	if err != nil {
 		return nil, err
@@ -427,6 +443,9 @@ func (m *Manager) Checkpoint() error {
 	if err2 := m.writePerDir(logStartCheckpointFile, starts); err == nil {
 		err = err2
 	}
+	if err2 := m.writeCleanerCheckpointsLocked(); err == nil {
+		err = err2
+	}
 	return err
 }
 
@@ -472,10 +491,15 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 	}
 }
 
-// runRetention applies DeleteOldSegments to every log.
+// runRetention applies DeleteOldSegments to every log whose topic configuration is known (a
+// log loaded at Open waits for GetOrCreate, so a compacted topic never meets the broker's
+// delete policy).
 func (m *Manager) runRetention() {
 	now := m.now()
 	for _, l := range m.All() {
+		if !l.isConfigured() {
+			continue
+		}
 		if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrClosed) {
 			l.log.WithError(err).Warn("retention")
 		}
@@ -495,7 +519,11 @@ func (m *Manager) Close() error {
 	for _, l := range m.logs {
 		logs = append(logs, l)
 	}
+	c := m.cleaner
 	m.mu.Unlock()
+	if c != nil {
+		c.stop() // before the logs close: an in-progress cleaning aborts
+	}
 	var first error
 	for _, l := range logs {
 		if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) && first == nil {

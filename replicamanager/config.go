@@ -2,6 +2,7 @@ package replicamanager
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
@@ -148,6 +149,38 @@ func (rm *ReplicaManager) topicOverrides(topic string, overrides map[string]stri
 				continue
 			}
 			tc.log.FlushInterval = time.Duration(i) * time.Millisecond
+		case "cleanup.policy":
+			p, ok := logstore.ParseCleanupPolicy(strings.Split(v, ","))
+			if !ok {
+				bad()
+				continue
+			}
+			tc.log.CleanupPolicy = p
+		case "min.cleanable.dirty.ratio":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				bad()
+				continue
+			}
+			tc.log.MinCleanableRatio = f
+		case "min.compaction.lag.ms":
+			if err != nil || i < 0 {
+				bad()
+				continue
+			}
+			tc.log.MinCompactionLagMs = i
+		case "max.compaction.lag.ms":
+			if err != nil || i < 1 {
+				bad()
+				continue
+			}
+			tc.log.MaxCompactionLagMs = i
+		case "delete.retention.ms":
+			if err != nil || i < 0 {
+				bad()
+				continue
+			}
+			tc.log.DeleteRetentionMs = i
 		case "min.insync.replicas":
 			if err != nil || i < 1 {
 				bad()
