@@ -46,8 +46,7 @@ var (
 	errInvalidRequest                  = kerr.InvalidRequest.Code
 )
 
-// Config is the part of server.properties the coordinator uses (kafka-zk-reference §6,
-// docs/groups.md §1).
+// Config is the part of server.properties the coordinator uses (docs/groups.md §1).
 type Config struct {
 	BrokerID                      int32
 	OffsetsTopicNumPartitions     int32         // offsets.topic.num.partitions
