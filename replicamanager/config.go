@@ -24,7 +24,6 @@ type Config struct {
 	ReplicaFetchResponseMaxBytes    int32
 	ReplicaFetchBackoff             time.Duration
 	ReplicaSocketTimeout            time.Duration
-	RequestTimeout                  time.Duration
 	UncleanLeaderElection           bool
 	LocalAddr                       string // bind address for fetcher connections (fault tests)
 	LogDefaults                     logstore.Config
@@ -64,9 +63,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicaSocketTimeout <= 0 {
 		c.ReplicaSocketTimeout = 30 * time.Second
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 30 * time.Second
 	}
 	if c.Registry == nil {
 		c.Registry = metrics.NewRegistry()
