@@ -295,7 +295,8 @@ func (e *ParseError) Error() string {
 }
 
 // Parse types raw per the key's Type (no validator): int64 for the integer types, float64,
-// bool, string or []string. Values are trimmed first, as Kafka's ConfigDef does.
+// bool, string or []string. Numbers, booleans and list entries are trimmed, as Kafka's
+// ConfigDef does; a string is kept as given (server.properties values arrive trimmed).
 func (k *Key) Parse(raw string) (any, error) {
 	bad := func(reason string, args ...any) error {
 		return &ParseError{Key: k.Name, Value: raw, Reason: fmt.Sprintf(reason, args...)}
@@ -336,7 +337,7 @@ func (k *Key) Parse(raw string) (any, error) {
 		}
 		return parts, nil
 	default:
-		return s, nil
+		return raw, nil
 	}
 }
 
