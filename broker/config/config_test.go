@@ -795,3 +795,37 @@ func TestLocalAddress(t *testing.T) {
 		t.Errorf("isrbroker.local.address classified %v, want Used", Classify("isrbroker.local.address"))
 	}
 }
+
+// Known keys isrbroker does not use are typed and validated as Kafka would, then warned about
+// with the table's reason; unsupported keys stop start-up unless they keep Kafka's default;
+// dynamic-only keys do not belong in server.properties.
+func TestUnusedAndUnsupportedKeys(t *testing.T) {
+	_, warnings, err := Parse(with("num.io.threads", "16", "compression.type", "producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[1], "no fixed thread pools") || !strings.Contains(warnings[0], "exactly as the producer sent them") {
+		t.Fatalf("warnings %q, want one per key with its reason", warnings)
+	}
+	for _, tc := range []struct {
+		props map[string]string
+		kind  error
+		want  string
+	}{
+		{with("num.io.threads", "0"), ErrInvalidValue, `invalid value "0" for "num.io.threads": must be at least 1`},
+		{with("num.io.threads", "many"), ErrInvalidValue, `invalid value "many" for "num.io.threads": not an integer`},
+		{with("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"), ErrInvalidValue,
+			`invalid value "kafka.security.auth.SimpleAclAuthorizer" for "authorizer.class.name": isrbroker supports only an empty value: isrbroker has no authorization; every client may do everything`},
+		{with("compression.type", "gzip"), ErrInvalidValue,
+			`invalid value "gzip" for "compression.type": isrbroker supports only the default "producer": isrbroker stores record batches exactly as the producer sent them`},
+		{with("zookeeper.set.acl", "true"), ErrInvalidValue,
+			`invalid value "true" for "zookeeper.set.acl": isrbroker supports only the default "false": isrbroker writes znodes with open ACLs`},
+		{with("leader.replication.throttled.rate", "1000"), ErrUnknownKey,
+			`unknown config key "leader.replication.throttled.rate": it is a dynamic broker setting, written to ZooKeeper (/config/brokers), not to server.properties`},
+	} {
+		_, _, err := Parse(tc.props)
+		if !errors.Is(err, tc.kind) || err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
+	}
+}
