@@ -148,7 +148,7 @@ func declared() []*Key {
 
 		// ---- Log ----
 		broker("log.dirs", String, "", nil, "Comma-separated log directories; default log.dir. One of the two is required in isrbroker."),
-		broker("log.dir", String, "/tmp/kafka-logs", nil, "A single log directory, used when log.dirs is unset."),
+		broker("log.dir", String, "", nil, "A single log directory, used when log.dirs is unset (isrbroker has no default directory: one of the two is required)."),
 		broker("log.segment.bytes", Int, "1073741824", AtLeast(14, "one legacy record overhead"), "Size at which a segment is rolled.").synonym("segment.bytes").dyn(ClusterWide),
 		broker("log.roll.ms", Long, "", AtLeast(1), "Age of a segment's first batch at which it is rolled; default log.roll.hours.").synonym("segment.ms").ms().dyn(ClusterWide),
 		broker("log.roll.hours", Int, "168", AtLeast(1), "log.roll.ms in hours.").hours(),
