@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbroker/isrbroker/configdef"
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // Config is the per-log configuration (broker `log.*` defaults, overridable per topic). The

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbroker/isrbroker/configdef"
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // Listener is one entry of listeners / advertised.listeners: NAME://host:port.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbroker/isrbroker/configdef"
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // base is the smallest valid property set.
