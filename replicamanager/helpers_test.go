@@ -98,6 +98,13 @@ func (f *fakeCoord) UpdateLeaderAndIsr(topic string, partition int32, leader, le
 	return v, nil
 }
 
+func (f *fakeCoord) ReadLeaderAndIsr(topic string, partition int32) (int32, int32, []int32, int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	return 1, f.epochs[tp], slices.Clone(f.isr[tp]), f.version[tp], nil
+}
+
 func (f *fakeCoord) TopicConfig(topic string) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -39,6 +39,12 @@ type Partition struct {
 	followers              map[int32]*followerState
 	cfg                    topicConfig
 	isrUpdateInFlight      bool // an ISR write to ZooKeeper is under way (at most one per partition)
+	// pendingIsr is the ISR of a write that is under way or whose outcome is unknown:
+	// ZooKeeper may hold it, so the HW counts its members too (the maximal ISR).
+	pendingIsr []int32
+	// isrOutcomeUnknown: the last ISR write gave up without knowing whether it committed. No
+	// other ISR change is written until the partition state was re-read (reconcileIsr).
+	isrOutcomeUnknown bool
 }
 
 // isrUpdate is an ISR change prepared under p.mu and written to ZooKeeper without holding it,
@@ -73,6 +79,7 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 	defer p.mu.Unlock()
 	wasLeader := p.isLeaderLocked() && p.leaderEpoch == st.LeaderEpoch
 	p.controllerEpoch = st.ControllerEpoch
+	p.pendingIsr, p.isrOutcomeUnknown = nil, false // the controller's state is ZooKeeper's
 	p.assigned = slices.Clone(st.Replicas)
 	p.isr = slices.Clone(st.ISR)
 	p.zkVersion = st.ZkVersion
@@ -113,6 +120,7 @@ func (p *Partition) makeFollower(st PartitionState) bool {
 	defer p.mu.Unlock()
 	unchanged := p.leaderID == st.Leader && p.leaderEpoch == st.LeaderEpoch
 	p.controllerEpoch = st.ControllerEpoch
+	p.pendingIsr, p.isrOutcomeUnknown = nil, false
 	p.assigned = slices.Clone(st.Replicas)
 	p.isr = nil // S14.2: a follower does not maintain the ISR
 	p.zkVersion = st.ZkVersion
@@ -182,7 +190,7 @@ func (p *Partition) maybeIncrementHWLocked(now time.Time) bool {
 	}
 	newHW := p.log.LogEndOffset()
 	for id, fs := range p.followers {
-		inIsr := slices.Contains(p.isr, id)
+		inIsr := slices.Contains(p.isr, id) || slices.Contains(p.pendingIsr, id)
 		caughtUp := !fs.lastCaughtUpTime.IsZero() && now.Sub(fs.lastCaughtUpTime) <= p.rm.cfg.ReplicaLagTimeMax
 		if inIsr || caughtUp {
 			if fs.leo < newHW {
@@ -277,6 +285,13 @@ func (p *Partition) outOfSyncReplicasLocked(now time.Time) []int32 {
 // maybeShrinkIsr is the leader's ISR-shrink step (S10), run every replica.lag.time.max.ms/2.
 // It returns whether the HW moved.
 func (p *Partition) maybeShrinkIsr(now time.Time) bool {
+	p.mu.RLock()
+	unknown := p.isrOutcomeUnknown
+	p.mu.RUnlock()
+	reconciled := false
+	if unknown {
+		reconciled = p.reconcileIsr()
+	}
 	p.mu.Lock()
 	if !p.isLeaderLocked() {
 		p.mu.Unlock()
@@ -285,7 +300,7 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 	out := p.outOfSyncReplicasLocked(now)
 	if len(out) == 0 {
 		p.mu.Unlock()
-		return false
+		return reconciled
 	}
 	newIsr := make([]int32, 0, len(p.isr))
 	for _, id := range p.isr {
@@ -296,13 +311,13 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 	u := p.prepareIsrUpdateLocked(newIsr)
 	p.mu.Unlock()
 	if u == nil {
-		return false
+		return reconciled
 	}
-	moved := false
+	moved := reconciled
 	p.writeIsr(u, func() {
 		p.rm.metrics.isrShrinks.Mark(1)
 		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.isr, "hw": p.hw, "leo": p.log.LogEndOffset()}).Info("shrank ISR")
-		moved = p.maybeIncrementHWLocked(p.rm.now())
+		moved = p.maybeIncrementHWLocked(p.rm.now()) || moved
 	})
 	return moved
 }
@@ -310,10 +325,11 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 // prepareIsrUpdateLocked starts an ISR change from the current leader state, or returns nil when
 // there is no ISR writer or another change is still being written.
 func (p *Partition) prepareIsrUpdateLocked(newIsr []int32) *isrUpdate {
-	if p.rm.isr == nil || p.isrUpdateInFlight {
+	if p.rm.isr == nil || p.isrUpdateInFlight || p.isrOutcomeUnknown {
 		return nil
 	}
 	p.isrUpdateInFlight = true
+	p.pendingIsr = slices.Clone(newIsr)
 	return &isrUpdate{newIsr: newIsr, leaderEpoch: p.leaderEpoch, controllerEpoch: p.controllerEpoch, zkVersion: p.zkVersion}
 }
 
@@ -322,19 +338,35 @@ func (p *Partition) prepareIsrUpdateLocked(newIsr []int32) *isrUpdate {
 // rule). It is called without p.mu. On success the new ISR and zkVersion are applied under p.mu
 // and applied runs (still under p.mu), unless a LeaderAndIsr has meanwhile changed the leader
 // epoch or the zkVersion: then the controller's newer state stands. On a version conflict the
-// leader does not retry: it waits for the controller's next LeaderAndIsr.
+// leader does not retry: it waits for the controller's next LeaderAndIsr. When the outcome is
+// unknown (IsOutcomeUnknown), the leader re-reads the partition state and reconciles
+// (reconcileIsr); until it could, the HW counts the members of both ISRs and no other change is
+// written.
 func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
 	v, err := p.rm.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.rm.cfg.BrokerID, u.leaderEpoch, u.newIsr, u.controllerEpoch, u.zkVersion)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.isrUpdateInFlight = false
+	superseded := !p.isLeaderLocked() || p.leaderEpoch != u.leaderEpoch || p.zkVersion != u.zkVersion
+	if err != nil && IsOutcomeUnknown(err) && !superseded {
+		p.rm.metrics.failedIsrUpdates.Mark(1)
+		p.isrOutcomeUnknown = true
+		p.logger().WithFields(logrus.Fields{"zkVersion": u.zkVersion, "newIsr": u.newIsr}).WithError(err).
+			Warn("ISR write outcome unknown; re-reading the partition state")
+		p.mu.Unlock()
+		p.reconcileIsr()
+		return false
+	}
+	defer p.mu.Unlock()
+	if !superseded {
+		p.pendingIsr = nil
+	}
 	if err != nil {
 		p.rm.metrics.failedIsrUpdates.Mark(1)
 		p.logger().WithFields(logrus.Fields{"zkVersion": u.zkVersion, "newIsr": u.newIsr, "controllerEpoch": u.controllerEpoch}).WithError(err).
 			Warn("cached zkVersion not equal to that in ZooKeeper, skip updating ISR")
 		return false
 	}
-	if !p.isLeaderLocked() || p.leaderEpoch != u.leaderEpoch || p.zkVersion != u.zkVersion {
+	if superseded {
 		p.logger().WithFields(logrus.Fields{"newIsr": u.newIsr, "zkVersion": v}).Info("ISR write superseded by a LeaderAndIsr received meanwhile")
 		return false
 	}
@@ -342,6 +374,36 @@ func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
 	p.zkVersion = v
 	applied()
 	return true
+}
+
+// reconcileIsr re-reads the partition state after an ISR write with an unknown outcome (called
+// without p.mu). While the state still names this broker leader at the current leader epoch,
+// the leader adopts ZooKeeper's ISR and zkVersion; otherwise the controller changed the state,
+// and the leader keeps counting both ISRs for the HW and waits for its LeaderAndIsr. A failed
+// read leaves the outcome unknown: the ISR-shrink task tries again. It reports whether the HW
+// moved.
+func (p *Partition) reconcileIsr() bool {
+	leader, epoch, isr, zkv, err := p.rm.isr.ReadLeaderAndIsr(p.tp.Topic, p.tp.Partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isrOutcomeUnknown || !p.isLeaderLocked() {
+		return false
+	}
+	log := p.logger()
+	if err != nil {
+		log.WithError(err).Warn("re-reading the partition state failed; the ISR write outcome stays unknown")
+		return false
+	}
+	if leader != p.rm.cfg.BrokerID || epoch != p.leaderEpoch {
+		log.WithFields(logrus.Fields{"zkLeader": leader, "zkLeaderEpoch": epoch}).
+			Warn("partition state changed by the controller; waiting for its LeaderAndIsr")
+		return false
+	}
+	old := p.isr
+	p.isr, p.zkVersion = slices.Clone(isr), zkv
+	p.pendingIsr, p.isrOutcomeUnknown = nil, false
+	log.WithFields(logrus.Fields{"isr": p.isr, "previousIsr": old, "zkVersion": zkv}).Info("reconciled ISR with ZooKeeper")
+	return p.maybeIncrementHWLocked(p.rm.now())
 }
 
 // checkEnoughReplicasReachOffset decides a parked acks=-1 produce (K2): done once the HW passed

@@ -1,0 +1,20 @@
+package replicamanager
+
+import "fmt"
+
+// describe prints the replica's state for the scenario scripts: role, leader epoch, LEO, HW,
+// the leader's ISR and zkVersion, and the leader epoch cache.
+func (p *Partition) describe() string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	leo := p.log.LogEndOffset()
+	epochs := fmtEpochs(p.log.EpochEntries())
+	switch {
+	case p.leaderID < 0:
+		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.hw, epochs)
+	case p.isLeaderLocked():
+		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.hw, fmtIDs(p.isr), p.zkVersion, epochs)
+	default:
+		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.hw, epochs)
+	}
+}
