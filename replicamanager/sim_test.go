@@ -34,7 +34,8 @@ import (
 //	                                         (zkVersion+1, unless no-zk) and sends LeaderAndIsr
 //	                                         to the live replicas (to=) naming live brokers (live=)
 //	produce [count=1] [records=1] [acks=1] [to=L] [timeout=30s]
-//	fetch follower=F [times=1]               one step of F's fetcher (a truncation round or a fetch)
+//	fetch follower=F [times=1] [max-bytes=N] one step of F's fetcher (a truncation round or a fetch)
+//	delete-records offset=N [broker=L]       raise the leader's log start offset (DeleteRecords)
 //	replicate [rounds=6]                     step every live follower, rounds times
 //	tick 11s                                 advance the clock
 //	shrink-isr [broker=L]                    run the leader's ISR-shrink task once (S10)
@@ -193,12 +194,14 @@ type sim struct {
 	events   []string
 	produces int
 	lg       *logrus.Logger
+	verbose  bool  // fetch (not replicate) reports empty fetches too
+	maxBytes int32 // a follower fetch's partition_max_bytes (one batch at least, KIP-74)
 }
 
 func newSim(t *testing.T) *sim {
 	lg := logrus.New()
 	lg.SetLevel(logrus.PanicLevel)
-	s := &sim{t: t, now: time.Unix(1_700_000_000, 0), lag: 10 * time.Second, minIsr: 1, brokers: map[int32]*simBroker{}, lg: lg}
+	s := &sim{t: t, now: time.Unix(1_700_000_000, 0), lag: 10 * time.Second, minIsr: 1, brokers: map[int32]*simBroker{}, lg: lg, maxBytes: 1 << 20}
 	s.zk = &simZK{leader: -1, leaderEpoch: -1, events: &s.events}
 	return s
 }
@@ -360,6 +363,9 @@ func (s *sim) dispatch(t *testing.T, d *datadriven.TestData, out *strings.Builde
 		return s.produce(d, out)
 	case "fetch":
 		f := int32(argInt(d, "follower", -1))
+		s.verbose = true
+		s.maxBytes = int32(argInt(d, "max-bytes", 1<<20))
+		defer func() { s.verbose, s.maxBytes = false, 1<<20 }()
 		for i := int64(0); i < argInt(d, "times", 1); i++ {
 			if _, err := s.step(f, out); err != nil {
 				return err
@@ -396,6 +402,13 @@ func (s *sim) dispatch(t *testing.T, d *datadriven.TestData, out *strings.Builde
 		return nil
 	case "crash":
 		return s.crash(firstPositional(d), argInt(d, "keep", -1))
+	case "delete-records":
+		br, err := s.broker(int32(argInt(d, "broker", int64(s.zk.leader))))
+		if err != nil {
+			return err
+		}
+		br.logs.Get(simTP).MaybeIncrementLogStartOffset(argInt(d, "offset", 0))
+		return nil
 	case "restart":
 		br := s.brokers[firstPositional(d)]
 		if !br.crashed {
@@ -488,7 +501,10 @@ func (s *sim) produce(d *datadriven.TestData, out *strings.Builder) error {
 	acks := int16(argInt(d, "acks", 1))
 	records := int(argInt(d, "records", 1))
 	timeout := argDur(d, "timeout", 30*time.Second)
-	for i := int64(0); i < argInt(d, "count", 1); i++ {
+	count := argInt(d, "count", 1)
+	var lines []string
+	firstN, firstOffset, lastOffset, allOK := s.produces+1, int64(-1), int64(-1), true
+	for i := int64(0); i < count; i++ {
 		s.produces++
 		n := s.produces
 		answered := false
@@ -500,24 +516,39 @@ func (s *sim) produce(d *datadriven.TestData, out *strings.Builder) error {
 			}
 			if answered {
 				s.events = append(s.events, line)
-			} else {
-				fmt.Fprintln(out, line)
+				return
 			}
 			answered = true
+			lines = append(lines, line)
+			if r.ErrorCode != 0 {
+				allOK = false
+			}
+			if firstOffset < 0 {
+				firstOffset = r.BaseOffset
+			}
+			lastOffset = r.BaseOffset
 		})
 		if !answered {
-			fmt.Fprintf(out, "produce #%d: waiting for the HW\n", n)
+			lines = append(lines, fmt.Sprintf("produce #%d: waiting for the HW", n))
+			allOK = false
 			answered = true
 		}
+	}
+	if count > 3 && allOK {
+		fmt.Fprintf(out, "produce #%d..#%d: NONE offsets %d..%d\n", firstN, s.produces, firstOffset, lastOffset+int64(records)-1)
+		return nil
+	}
+	for _, l := range lines {
+		fmt.Fprintln(out, l)
 	}
 	return nil
 }
 
 // read performs a fetch as replica id from br and returns the result.
-func (s *sim) read(br *simBroker, replica int32, offset int64, epoch int32) FetchPartitionResult {
+func (s *sim) read(br *simBroker, replica int32, offset int64, epoch int32, maxBytes int32) FetchPartitionResult {
 	var res []FetchPartitionResult
 	br.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, MinBytes: 1, Partitions: []FetchPartition{{
-		TopicPartition: simTP, FetchOffset: offset, LogStartOffset: -1, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: epoch,
+		TopicPartition: simTP, FetchOffset: offset, LogStartOffset: -1, PartitionMaxBytes: maxBytes, CurrentLeaderEpoch: epoch,
 	}}}, func(r []FetchPartitionResult) { res = r })
 	if res == nil {
 		panic("a fetch with max_wait 0 did not answer at once")
@@ -545,7 +576,7 @@ func (s *sim) consume(d *datadriven.TestData, out *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	r := s.read(br, int32(argInt(d, "replica", -1)), argInt(d, "offset", 0), -1)
+	r := s.read(br, int32(argInt(d, "replica", -1)), argInt(d, "offset", 0), -1, 1<<20)
 	if r.ErrorCode != 0 {
 		fmt.Fprintf(out, "%s\n", codeName(r.ErrorCode))
 		return nil
@@ -629,7 +660,7 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 		st.truncating = plan.Action != fetcher.TruncateAndFetch
 		return true, nil
 	}
-	r := s.read(lb, f, st.fetchOffset, st.epoch)
+	r := s.read(lb, f, st.fetchOffset, st.epoch, s.maxBytes)
 	switch r.ErrorCode {
 	case 0:
 		leo, err := local.ProcessPartitionData(simTP, st.fetchOffset, r.Records, r.HighWatermark, r.LogStartOffset)
@@ -643,6 +674,8 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 		moved := leo != st.fetchOffset
 		if moved {
 			fmt.Fprintf(out, "%d: fetched %d..%d from %d\n", f, st.fetchOffset, leo-1, lb.id)
+		} else if s.verbose {
+			fmt.Fprintf(out, "%d: fetched nothing new at %d from %d\n", f, st.fetchOffset, lb.id)
 		}
 		st.fetchOffset = leo
 		return moved, nil
