@@ -167,7 +167,7 @@ type env struct {
 	reg   metrics.Registry
 }
 
-func newEnv(t *testing.T, brokerID int32, minIsr int) *env {
+func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 	t.Helper()
 	lg := logrus.New()
 	lg.SetLevel(logrus.WarnLevel)
@@ -197,7 +197,7 @@ func newEnv(t *testing.T, brokerID int32, minIsr int) *env {
 func tp0() TopicPartition { return TopicPartition{Topic: "t", Partition: 0} }
 
 // lead makes this broker leader of t-0 with the given replicas, all in the ISR.
-func (e *env) leaderAndIsr(t *testing.T, leader, epoch int32, replicas, isr []int32) LeaderAndIsrResult {
+func (e *env) leaderAndIsr(t testing.TB, leader, epoch int32, replicas, isr []int32) LeaderAndIsrResult {
 	t.Helper()
 	e.coord.mu.Lock()
 	zkv := e.coord.version[tp0()]

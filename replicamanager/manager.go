@@ -460,7 +460,7 @@ func (rm *ReplicaManager) StopReplicas(req StopReplicaRequest) StopReplicaResult
 		rm.mu.Unlock()
 		if p != nil {
 			p.mu.Lock()
-			p.leaderID = -1
+			p.leaderID, p.leader = -1, nil
 			p.mu.Unlock()
 		}
 		if rm.logs.Get(tp) != nil {
@@ -582,12 +582,12 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 			errored = true
 			continue
 		}
-		hw, leo, logStart := p.hw, p.log.LogEndOffset(), p.log.LogStartOffset()
+		hw, leo, logStart := p.highWatermark(), p.log.LogEndOffset(), p.log.LogStartOffset()
 		throttled := fromFollower && rm.throttledFollowerLocked(p, fp.ReplicaID)
 		// Only an assigned follower reads to the LEO and counts as a follower's progress;
 		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState
 		// fails, withEmptyFetchInfo).
-		unassigned := fromFollower && (fp.ReplicaID == rm.cfg.BrokerID || !slices.Contains(p.assigned, fp.ReplicaID))
+		unassigned := fromFollower && (p.leader == nil || !p.leader.IsFollower(fp.ReplicaID))
 		p.mu.RUnlock()
 		maxOffset := hw
 		if fromFollower {
@@ -639,7 +639,7 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 // replicaID is not in the ISR and p is listed in leader.replication.throttled.replicas for this
 // broker (with a leader rate set). Callers hold p.mu.
 func (rm *ReplicaManager) throttledFollowerLocked(p *Partition, replicaID int32) bool {
-	return !slices.Contains(p.isr, replicaID) && rm.throttles.leader.IsThrottled(p.tp)
+	return (p.leader == nil || !p.leader.InISR(replicaID)) && rm.throttles.leader.IsThrottled(p.tp)
 }
 
 // FetchMessages serves a fetch from a consumer or a follower. It answers at once when max_wait is

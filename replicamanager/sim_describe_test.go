@@ -11,10 +11,10 @@ func (p *Partition) describe() string {
 	epochs := fmtEpochs(p.log.EpochEntries())
 	switch {
 	case p.leaderID < 0:
-		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.hw, epochs)
+		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), epochs)
 	case p.isLeaderLocked():
-		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.hw, fmtIDs(p.isr), p.zkVersion, epochs)
+		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), fmtIDs(p.isrLocked()), p.zkVersion, epochs)
 	default:
-		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.hw, epochs)
+		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.highWatermark(), epochs)
 	}
 }
