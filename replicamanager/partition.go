@@ -155,8 +155,8 @@ func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 // partition only serialise inside the log. For acks=-1 an ISR smaller than min.insync.replicas
 // rejects the write before anything is appended (K2).
 func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int16) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	if !p.isLeaderLocked() || p.leader == nil {
 		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
 	}
