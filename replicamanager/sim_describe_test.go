@@ -13,7 +13,14 @@ func (p *Partition) describe() string {
 	case p.leaderID < 0:
 		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), epochs)
 	case p.isLeaderLocked():
-		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), fmtIDs(p.isrLocked()), p.zkVersion, epochs)
+		pending := ""
+		if p.leader != nil && p.leader.Pending() != nil {
+			pending = " pending=" + fmtIDs(p.leader.Pending())
+			if p.isrOutcomeUnknown {
+				pending += "(outcome unknown)"
+			}
+		}
+		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), fmtIDs(p.isrLocked()), pending, p.zkVersion, epochs)
 	default:
 		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.highWatermark(), epochs)
 	}
