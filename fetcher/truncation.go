@@ -61,7 +61,7 @@ type TruncationPlan struct {
 	Action TruncationAction
 }
 
-// PlanTruncation is Kafka's getOffsetTruncationState (kafka-zk-reference §4):
+// PlanTruncation is Kafka 2.4's AbstractFetcherThread.getOffsetTruncationState:
 //   - the leader knows no end offset: truncate to the initial offset (the HW);
 //   - the leader's epoch is undefined: truncate to min(leader end, LEO);
 //   - the follower has no epoch <= the leader's: min(leader end, LEO);

@@ -96,7 +96,7 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 }
 
 // makeFollower applies a LeaderAndIsr naming another broker leader (S14.2). It returns false only
-// when the leader and the leader epoch are both unchanged (KIP-320 rule, kafka-zk-reference §4), so
+// when the leader and the leader epoch are both unchanged (KIP-320 rule), so
 // every epoch bump restarts the fetcher in Truncating state.
 func (p *Partition) makeFollower(st PartitionState) bool {
 	p.mu.Lock()
@@ -150,7 +150,7 @@ func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 	}
 }
 
-// appendAsLeader appends a produce's batches (architecture: produce path step 2–3) under the read
+// appendAsLeader appends a produce's batches under the read
 // side of the partition lock, as Kafka's appendRecordsToLeader does: concurrent produces to one
 // partition only serialise inside the log. For acks=-1 an ISR smaller than min.insync.replicas
 // rejects the write before anything is appended (K2).
@@ -204,7 +204,7 @@ func (p *Partition) maybeIncrementHWLocked(now time.Time) bool {
 }
 
 // updateFollowerFetchState records a follower fetch at fetchOffset (its LEO) in the core
-// (kafka-zk-reference §3), then tries to expand the ISR (K4) and move the HW. leaderLEO is the
+// (Kafka's updateFollowerFetchState), then tries to expand the ISR (K4) and move the HW. leaderLEO is the
 // leader's LEO when the fetch was read. It returns whether the HW moved.
 func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogStart, leaderLEO int64, now time.Time) bool {
 	p.mu.Lock()

@@ -49,7 +49,7 @@ func TestPackageIsPure(t *testing.T) {
 	}
 }
 
-// S5, S12, kafka-zk-reference §3: lastCaughtUpTime follows the fetches that reach the leader's
+// S5, S12 (Kafka's Replica.updateFetchState): lastCaughtUpTime follows the fetches that reach the leader's
 // LEO now or as of the previous fetch.
 func TestS5_S12_UpdateFollowerLastCaughtUp(t *testing.T) {
 	l := NewLeader(1, 1, 0, []int32{1, 2}, []int32{1, 2}, 10*time.Second, t0)
