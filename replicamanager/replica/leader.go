@@ -28,7 +28,8 @@ import (
 var Invariants bool
 
 // Progress is the leader's view of one follower (Kafka's Replica fetch state): its LEO as of
-// its last fetch, its log start offset, when it was last caught up, and the leader's LEO and the time of its last fetch.
+// its last fetch, its log start offset, when it was last caught up, and the leader's LEO and
+// the time of its last fetch.
 type Progress struct {
 	LEO                int64 // -1 until the follower's first fetch in this leader epoch
 	LogStartOffset     int64
