@@ -1,0 +1,632 @@
+package integration
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/tests/cluster"
+)
+
+// Issue 10: consumer groups served by the group coordinator, proven with stock clients against
+// real ZooKeeper and broker processes. The sarama and kafka-go group tests are in the nested
+// module tests/clients (groups_test.go); fault row 15 is tests/faults TestFault15.
+
+// Issue 10 item 1: two `kcat -G` members (librdkafka's balanced consumer) share a 6-partition
+// RF=3 topic: each consumes a non-empty set of partitions, the sets are disjoint, every record
+// is consumed exactly once across the two; after both exit (SIGTERM: commit and LeaveGroup)
+// the group is Empty with the end offsets committed, and a third member resumes from the
+// commits, consuming only the records produced after.
+func TestGroups_KcatTwoMembersShareAndResume(t *testing.T) {
+	kcatPath(t)
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "kcat-group", "kcat-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+
+	m1 := startKcatMember(t, c, group, topic)
+	m2 := startKcatMember(t, c, group, topic)
+	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	for id, ps := range cluster.MemberPartitions(d, topic) {
+		if len(ps) == 0 {
+			t.Fatalf("member %s was assigned no partition: %v", id, cluster.MemberPartitions(d, topic))
+		}
+	}
+	// Records are produced only once both members hold their partitions, so no rebalance can
+	// make one re-read what the other consumed.
+	pr := newProduced()
+	const first = 600
+	pr.produceRoundRobin(t, c, topic, partitions, "before", first)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n1, n2 := len(m1.lines(t)), len(m2.lines(t))
+		return n1+n2 >= first, fmt.Sprintf("kcat members consumed %d + %d of %d records", n1, n2, first)
+	})
+	m1.terminate(t)
+	m2.terminate(t)
+	l1, l2 := m1.lines(t), m2.lines(t)
+	s1, s2 := partitionSet(l1), partitionSet(l2)
+	t.Logf("member 1 consumed %d records from partitions %v, member 2 %d from %v", len(l1), s1, len(l2), s2)
+	if len(s1) == 0 || len(s2) == 0 {
+		t.Errorf("a member consumed nothing: partitions %v and %v", s1, s2)
+	}
+	for p := range s1 {
+		if s2[p] {
+			t.Errorf("partition %d consumed by both members", p)
+		}
+	}
+	checkExactlyOnce(t, pr.snapshot(), append(l1, l2...))
+
+	ends := pr.ends(partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	committed, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("OffsetFetch after both members left: %v", err)
+	}
+	for p, end := range ends {
+		if committed[p] != end {
+			t.Errorf("partition %d: committed %d after both members left, end offset %d", p, committed[p], end)
+		}
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		d, err := c.DescribeGroup(ctx, group)
+		return err == nil && d.State == "Empty" && len(d.Members) == 0, fmt.Sprintf("group after both left: %s, %d members, %v", d.State, len(d.Members), err)
+	})
+
+	// A third member with auto.offset.reset=earliest: had the commits been lost it would
+	// start at offset 0 and print the old records before the new ones of each partition.
+	const second = 300
+	pr.produceRoundRobin(t, c, topic, partitions, "after", second)
+	m3 := startKcatMember(t, c, group, topic)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := len(m3.lines(t))
+		return n >= second, fmt.Sprintf("third member consumed %d of the %d new records", n, second)
+	})
+	m3.terminate(t)
+	l3 := m3.lines(t)
+	for _, l := range l3 {
+		if l.Offset < committed[l.Partition] {
+			t.Errorf("third member re-read partition %d offset %d (%s), below the committed %d", l.Partition, l.Offset, l.Value, committed[l.Partition])
+		}
+	}
+	if len(l3) != second {
+		t.Errorf("third member consumed %d records, want the %d produced after the commits", len(l3), second)
+	}
+	for _, l := range l3 {
+		if !strings.HasPrefix(l.Value, "after-") {
+			t.Errorf("third member consumed %q at partition %d offset %d, produced before the commits", l.Value, l.Partition, l.Offset)
+		}
+	}
+}
+
+// checkExactlyOnce checks that lines hold every produced record exactly once with its value.
+func checkExactlyOnce(t *testing.T, values map[int32][]string, lines []kcatLine) {
+	t.Helper()
+	count := map[int32]map[int64]int{}
+	for _, l := range lines {
+		vs := values[l.Partition]
+		if l.Offset < 0 || l.Offset >= int64(len(vs)) || vs[l.Offset] != l.Value {
+			t.Errorf("consumed partition %d offset %d value %q: not what was produced there", l.Partition, l.Offset, l.Value)
+			continue
+		}
+		if count[l.Partition] == nil {
+			count[l.Partition] = map[int64]int{}
+		}
+		count[l.Partition][l.Offset]++
+	}
+	for p, vs := range values {
+		for o := range vs {
+			if n := count[p][int64(o)]; n != 1 {
+				t.Errorf("partition %d offset %d consumed %d times, want exactly once", p, o, n)
+			}
+		}
+	}
+}
+
+// Issue 10 item 2 (franz-go): members join and leave while a producer writes; with an eager
+// balancer (range) and with the cooperative-sticky one, every produced record is processed,
+// commits only go up, a member taking over a partition starts at or above every commit
+// acknowledged before, and the final commits are the end offsets.
+func TestGroups_KgoJoinLeaveMidStreamLosesNothingRereadsOnlyUncommittedTail(t *testing.T) {
+	c := startGroupCluster(t, nil)
+	for _, tc := range []struct {
+		name     string
+		balancer kgo.GroupBalancer
+	}{
+		{"range", kgo.RangeBalancer()},
+		{"roundrobin", kgo.RoundRobinBalancer()},
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic, group := "midstream-"+tc.name, "midstream-grp-"+tc.name
+			runKgoMidStream(t, c, topic, group, kgo.Balancers(tc.balancer))
+		})
+	}
+}
+
+// runKgoMidStream is one join/leave run: m1 alone, m2 joins, m3 joins, m1 leaves, m2 leaves,
+// all while a producer writes 6 partitions round-robin; then the producer stops, m3 commits
+// the end offsets, and the journal is checked.
+func runKgoMidStream(t *testing.T, c *cluster.Cluster, topic, group string, opts ...kgo.Opt) {
+	const partitions = 6
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+
+	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
+		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
+	progress := func(n int, what string) {
+		t.Helper()
+		from := j.ProcessedCount()
+		cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+			got := j.ProcessedCount() - from
+			return got >= n, fmt.Sprintf("%s: %d records processed since, want %d", what, got, n)
+		})
+	}
+	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
+	progress(500, "m1 alone")
+	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	progress(500, "after m2 joined")
+	m3 := startKgoMember(t, c, j, "m3", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 3, 60*time.Second)
+	progress(500, "after m3 joined")
+	m1.stop()
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	progress(500, "after m1 left")
+	m2.stop()
+	c.WaitGroupStable(group, topic, partitions, 1, 60*time.Second)
+	progress(500, "after m2 left")
+
+	acks, _ := p.stop(t)
+	pr := newProduced()
+	pr.addAcked(t, acks)
+	ends := pr.ends(partitions)
+	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	m3.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	final, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("final OffsetFetch: %v", err)
+	}
+	for _, m := range []*kgoMember{m1, m2, m3} {
+		t.Logf("%s processed partitions %v", m.name, j.ProcessedBy(m.name))
+		if _, lost, gerrs := m.events(); len(lost) > 0 || len(gerrs) > 0 {
+			t.Errorf("%s: partitions lost %v, group errors %v (only graceful joins and leaves happened)", m.name, lost, gerrs)
+		}
+	}
+	if len(j.ProcessedBy("m3")) == 0 {
+		t.Errorf("m3 processed nothing")
+	}
+	checkJournal(t, j, pr, final)
+}
+
+// Issue 10 item 3: a static member (group.instance.id) restarted within its session timeout
+// takes its place back without a rebalance: the generation stays, the other member sees no new
+// assignment, the restarted member gets its old partitions under a new member id.
+func TestGroups_StaticMemberRestartKeepsGenerationAndAssignment(t *testing.T) {
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "static-restart", "static-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+	opts := func(instance string) []kgo.Opt {
+		return []kgo.Opt{kgo.InstanceID(instance), kgo.Balancers(kgo.RangeBalancer()),
+			kgo.SessionTimeout(30 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
+	}
+	a := startKgoMember(t, c, nil, "a", group, topic, opts("static-a")...)
+	b := startKgoMember(t, c, nil, "b", group, topic, opts("static-b")...)
+	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	memberOf := func(d kadm.DescribedGroup, instance string) kadm.DescribedGroupMember {
+		for _, m := range d.Members {
+			if m.InstanceID != nil && *m.InstanceID == instance {
+				return m
+			}
+		}
+		t.Fatalf("no member with group.instance.id %s in %+v", instance, d.Members)
+		return kadm.DescribedGroupMember{}
+	}
+	oldB := memberOf(d, "static-b")
+	bParts := cluster.MemberPartitions(d, topic)[oldB.MemberID]
+	// Both members have synced the generation the group is Stable in.
+	var genA int32
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		idA, gA := a.cl.GroupMetadata()
+		idB, gB := b.cl.GroupMetadata()
+		genA = gA
+		return idB == oldB.MemberID && gA == gB && gA > 0, fmt.Sprintf("a at generation %d (%s), b at %d (%s), described b %s", gA, idA, gB, idB, oldB.MemberID)
+	})
+	assignedA, _, _ := a.events()
+
+	b.stop() // static: no LeaveGroup
+	b2 := startKgoMember(t, c, nil, "b2", group, topic, opts("static-b")...)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		as, _, errs := b2.events()
+		return len(as) > 0, fmt.Sprintf("restarted b has no assignment yet (group errors %v)", errs)
+	})
+	idB2, genB2 := b2.cl.GroupMetadata()
+	_, genAAfter := a.cl.GroupMetadata()
+	assignedB2, _, _ := b2.events()
+	t.Logf("generation %d; b was %s with %v; restarted as %s at generation %d assigned %v", genA, oldB.MemberID, bParts, idB2, genB2, assignedB2)
+	if genB2 != genA || genAAfter != genA {
+		t.Errorf("the restart changed the generation: a %d -> %d, restarted b at %d (a rebalance happened)", genA, genAAfter, genB2)
+	}
+	if got := assignedB2[0][topic]; !sameInt32s(got, bParts) {
+		t.Errorf("restarted b was assigned %v, b held %v", got, bParts)
+	}
+	if idB2 == oldB.MemberID {
+		t.Errorf("restarted b kept member id %s; the coordinator gives a rejoining static member a new one", idB2)
+	}
+	if as, lost, errs := a.events(); len(as) != len(assignedA) || len(lost) > 0 || len(errs) > 0 {
+		t.Errorf("member a saw the restart: assignments %v (before %v), lost %v, group errors %v", as, assignedA, lost, errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d2, err := c.DescribeGroup(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2.State != "Stable" || len(d2.Members) != 2 || memberOf(d2, "static-b").MemberID != idB2 {
+		t.Errorf("after the restart the group is %s with members %+v, want Stable with static-b as %s", d2.State, d2.Members, idB2)
+	}
+}
+
+func sameInt32s(a, b []int32) bool {
+	a, b = append([]int32(nil), a...), append([]int32(nil), b...)
+	sort.Slice(a, func(i, j int) bool { return a[i] < a[j] })
+	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// Issue 10 item 3: a second instance with the same group.instance.id takes the place over, as
+// in Kafka 2.4: the newer joiner gets the assignment, the older member is fenced
+// (FENCED_INSTANCE_ID on its next heartbeat) and stays out.
+func TestGroups_DuplicateStaticInstanceFencesTheOlder(t *testing.T) {
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "static-fence", "fence-grp", 3
+	c.CreateTopic(topic, partitions, 3)
+	opts := []kgo.Opt{kgo.InstanceID("dup"), kgo.SessionTimeout(30 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond)}
+	older := startKgoMember(t, c, nil, "older", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 1, 60*time.Second)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		as, _, _ := older.events()
+		return len(as) > 0, "older member not assigned yet"
+	})
+	newer := startKgoMember(t, c, nil, "newer", group, topic, opts...)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		as, _, errs := newer.events()
+		return len(as) > 0, fmt.Sprintf("newer member not assigned yet (group errors %v)", errs)
+	})
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		_, _, errs := older.events()
+		for _, err := range errs {
+			if errors.Is(err, kerr.FencedInstanceID) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("older member's group errors: %v, want FENCED_INSTANCE_ID", errs)
+	})
+	idNewer, genNewer := newer.cl.GroupMetadata()
+	if _, _, errs := newer.events(); len(errs) > 0 {
+		t.Errorf("the newer member got group errors: %v", errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.DescribeGroup(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Members) != 1 || d.Members[0].MemberID != idNewer || d.Members[0].InstanceID == nil || *d.Members[0].InstanceID != "dup" {
+		t.Errorf("group members %+v, want only the newer member %s with instance dup", d.Members, idNewer)
+	}
+	if got := cluster.MemberPartitions(d, topic)[idNewer]; len(got) != partitions {
+		t.Errorf("the newer member holds %v, want all %d partitions", got, partitions)
+	}
+	// The fenced member keeps retrying with its old member id; it must not take the place back.
+	if id, gen := newer.cl.GroupMetadata(); id != idNewer || gen != genNewer {
+		t.Errorf("the newer member moved from %s generation %d to %s generation %d", idNewer, genNewer, id, gen)
+	}
+}
+
+// Issue 10 item 4: __consumer_offsets holds the commits in Kafka's record format: a member's
+// commits and an admin commit decode with kmsg.OffsetCommitKey/Value (group, topic, partition,
+// offset) and the group's metadata with kmsg.GroupMetadataKey/Value, all in the partition
+// Utils.abs(groupId.hashCode) % offsets.topic.num.partitions.
+func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
+	c := startGroupCluster(t, nil)
+	const topic, partitions = "decode-me", 3
+	const memberGroup, adminGroup = "decode-member-grp", "decode-admin-grp"
+	c.CreateTopic(topic, partitions, 3)
+	pr := newProduced()
+	pr.produceRoundRobin(t, c, topic, partitions, "rec", 90)
+	ends := pr.ends(partitions)
+
+	m := startKgoMember(t, c, nil, "decoder", memberGroup, topic)
+	c.WaitCommitted(memberGroup, topic, ends, 60*time.Second)
+	m.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adminCommit := map[int32]int64{0: 7, 1: 8, 2: 9}
+	offs := kadm.Offsets{}
+	for p, o := range adminCommit {
+		offs.AddOffset(topic, p, o, -1)
+	}
+	if err := c.Admin().CommitAllOffsets(ctx, adminGroup, offs); err != nil {
+		t.Fatalf("admin OffsetCommit: %v", err)
+	}
+
+	// Read the internal topic to its end (it must be named explicitly).
+	offEnds, err := c.EndOffsets(ctx, cluster.OffsetsTopic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", cluster.OffsetsTopic, err)
+	}
+	if len(offEnds) != offsetsPartitions {
+		t.Errorf("%s has %d partitions, offsets.topic.num.partitions is %d", cluster.OffsetsTopic, len(offEnds), offsetsPartitions)
+	}
+	cl := c.Client(kgo.ConsumeTopics(cluster.OffsetsTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	next := map[int32]int64{}
+	type commitKey struct {
+		group string
+		p     int32
+	}
+	lastCommit := map[commitKey]int64{}
+	commitPart := map[string]map[int32]bool{}
+	metaPart := map[string]int32{}
+	var meta []kmsg.GroupMetadataValue
+	for {
+		done := true
+		for p, e := range offEnds {
+			if next[p] < e {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: read up to %v of %v", cluster.OffsetsTopic, next, offEnds)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = r.Offset + 1
+			if len(r.Key) < 2 {
+				t.Errorf("%s-%d offset %d: key of %d bytes", cluster.OffsetsTopic, r.Partition, r.Offset, len(r.Key))
+				return
+			}
+			switch v := int16(binary.BigEndian.Uint16(r.Key)); v {
+			case 0, 1:
+				var k kmsg.OffsetCommitKey
+				if err := k.ReadFrom(r.Key); err != nil {
+					t.Errorf("offset commit key at %d/%d: %v", r.Partition, r.Offset, err)
+					return
+				}
+				if commitPart[k.Group] == nil {
+					commitPart[k.Group] = map[int32]bool{}
+				}
+				commitPart[k.Group][r.Partition] = true
+				if r.Value == nil || k.Topic != topic {
+					return // a tombstone, or another topic
+				}
+				var val kmsg.OffsetCommitValue
+				if err := val.ReadFrom(r.Value); err != nil {
+					t.Errorf("offset commit value at %d/%d: %v", r.Partition, r.Offset, err)
+					return
+				}
+				lastCommit[commitKey{k.Group, k.Partition}] = val.Offset
+			case 2:
+				var k kmsg.GroupMetadataKey
+				if err := k.ReadFrom(r.Key); err != nil {
+					t.Errorf("group metadata key at %d/%d: %v", r.Partition, r.Offset, err)
+					return
+				}
+				metaPart[k.Group] = r.Partition
+				if r.Value == nil || k.Group != memberGroup {
+					return
+				}
+				var val kmsg.GroupMetadataValue
+				if err := val.ReadFrom(r.Value); err != nil {
+					t.Errorf("group metadata value at %d/%d: %v", r.Partition, r.Offset, err)
+					return
+				}
+				meta = append(meta, val)
+			default:
+				t.Errorf("%s-%d offset %d: key version %d", cluster.OffsetsTopic, r.Partition, r.Offset, v)
+			}
+		})
+	}
+	for p, end := range ends {
+		if got := lastCommit[commitKey{memberGroup, p}]; got != end {
+			t.Errorf("%s: last commit record of %s-%d holds offset %d, the member committed %d", memberGroup, topic, p, got, end)
+		}
+	}
+	for p, o := range adminCommit {
+		if got := lastCommit[commitKey{adminGroup, p}]; got != o {
+			t.Errorf("%s: commit record of %s-%d holds offset %d, committed %d", adminGroup, topic, p, got, o)
+		}
+	}
+	for _, g := range []string{memberGroup, adminGroup} {
+		want := cluster.OffsetsPartitionFor(g, offsetsPartitions)
+		if len(commitPart[g]) != 1 || !commitPart[g][want] {
+			t.Errorf("group %s's commit records are in partitions %v, want only %d (abs(hashCode) %% %d)", g, commitPart[g], want, offsetsPartitions)
+		}
+	}
+	if p, ok := metaPart[memberGroup]; !ok || p != cluster.OffsetsPartitionFor(memberGroup, offsetsPartitions) {
+		t.Errorf("group metadata of %s in partition %d (found %v), want %d", memberGroup, p, ok, cluster.OffsetsPartitionFor(memberGroup, offsetsPartitions))
+	}
+	sawMember := false
+	for _, v := range meta {
+		if v.ProtocolType != "consumer" {
+			t.Errorf("group metadata of %s: protocol type %q, want consumer", memberGroup, v.ProtocolType)
+		}
+		for _, mm := range v.Members {
+			if mm.ClientID == "decoder" && v.Generation > 0 && v.Leader != nil && *v.Leader == mm.MemberID {
+				sawMember = true
+			}
+		}
+	}
+	if !sawMember {
+		t.Errorf("no group metadata record of %s names the member (client id decoder) as leader of a generation: %+v", memberGroup, meta)
+	}
+}
+
+// Issue 10 item 6: the lag computed from ListOffsets and OffsetFetch (kadm.Lag) is log end
+// minus committed for every partition, after admin commits and after a member's commits.
+func TestGroups_LagIsLogEndMinusCommitted(t *testing.T) {
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "lag-topic", "lag-grp", 3
+	c.CreateTopic(topic, partitions, 3)
+	pr := newProduced()
+	pr.produceRoundRobin(t, c, topic, partitions, "lag", 300)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	commit := map[int32]int64{0: 10, 1: 55, 2: 100}
+	offs := kadm.Offsets{}
+	for p, o := range commit {
+		offs.AddOffset(topic, p, o, -1)
+	}
+	if err := c.Admin().CommitAllOffsets(ctx, group, offs); err != nil {
+		t.Fatalf("OffsetCommit: %v", err)
+	}
+	checkLag := func(what string, want map[int32]int64) {
+		t.Helper()
+		lags, err := c.Admin().Lag(ctx, group)
+		if err != nil {
+			t.Fatalf("%s: Lag: %v", what, err)
+		}
+		l := lags[group]
+		if l.Error() != nil {
+			t.Fatalf("%s: Lag(%s): %v", what, group, l.Error())
+		}
+		for p, w := range want {
+			ml, ok := l.Lag.Lookup(topic, p)
+			if !ok {
+				t.Errorf("%s: no lag for %s-%d", what, topic, p)
+				continue
+			}
+			if ml.Lag != w || ml.End.Offset-ml.Commit.At != w {
+				t.Errorf("%s: %s-%d lag %d (end %d, committed %d), want %d", what, topic, p, ml.Lag, ml.End.Offset, ml.Commit.At, w)
+			}
+		}
+	}
+	ends := pr.ends(partitions)
+	want := map[int32]int64{}
+	for p, o := range commit {
+		want[p] = ends[p] - o
+	}
+	checkLag("after the admin commit", want)
+
+	// A member consumes from the commits to the end; then 30 more records arrive.
+	m := startKgoMember(t, c, nil, "lagger", group, topic)
+	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	m.stop()
+	checkLag("after the member committed the end", map[int32]int64{0: 0, 1: 0, 2: 0})
+	pr.produceRoundRobin(t, c, topic, partitions, "more", 30)
+	checkLag("after 30 more records", map[int32]int64{0: 10, 1: 10, 2: 10})
+}
+
+// Issue 10 item 5: kill -9 the broker leading the group's __consumer_offsets partition (the
+// coordinator) while two members consume and commit under a steady producer: another broker
+// leads the partition and coordinates the group, the members' commits are acknowledged again
+// within the session timeout + 10 s, no committed offset ever goes back (neither the
+// acknowledged commits nor what OffsetFetch answers), nothing is skipped, and re-reads stay in
+// the uncommitted tail. Fault row 15 (tests/faults) runs the same fault with the fault
+// matrix's checker.
+func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
+	const session = 6 * time.Second
+	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
+	const topic, group, partitions = "failover-topic", "failover-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
+		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
+	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
+	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	commitsAfter := func(from time.Time) (int, time.Time) {
+		n, first := 0, time.Time{}
+		for _, cm := range j.Commits() {
+			if cm.Member != cluster.Observer && cm.At.After(from) {
+				n++
+				if first.IsZero() || cm.At.Before(first) {
+					first = cm.At
+				}
+			}
+		}
+		return n, first
+	}
+	start := time.Now()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n, _ := commitsAfter(start)
+		return n >= 20, fmt.Sprintf("%d commits acknowledged, want 20 before the fault", n)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	coord, err := c.GroupCoordinator(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := cluster.OffsetsPartitionFor(group, offsetsPartitions)
+	if st, err := c.PartitionState(cluster.OffsetsTopic, pp); err != nil || st.Leader != coord {
+		t.Errorf("FindCoordinator names broker %d; %s-%d is led by %d (%v)", coord, cluster.OffsetsTopic, pp, st.Leader, err)
+	}
+	killedAt := time.Now()
+	t.Logf("kill -9 coordinator %d (leader of %s-%d) at %s", coord, cluster.OffsetsTopic, pp, killedAt.Format("15:04:05.000"))
+	c.Kill(coord)
+	st := c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
+		return st.Leader >= 0 && st.Leader != coord, fmt.Sprintf("%s-%d: leader %d, want one other than %d", cluster.OffsetsTopic, pp, st.Leader, coord)
+	})
+	movedAfter := time.Since(killedAt)
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		id, err := c.GroupCoordinator(ctx, group)
+		return err == nil && id == st.Leader, fmt.Sprintf("FindCoordinator: %d (%v), want the new leader %d", id, err, st.Leader)
+	})
+	var resumedAt time.Time
+	cluster.WaitFor(t, session+30*time.Second, func() (bool, string) {
+		n, first := commitsAfter(killedAt)
+		resumedAt = first
+		return n >= 12, fmt.Sprintf("%d commits acknowledged since the kill", n)
+	})
+	resumed := resumedAt.Sub(killedAt)
+	t.Logf("%s-%d moved to broker %d after %v; the first commit after the kill was acknowledged after %v",
+		cluster.OffsetsTopic, pp, st.Leader, movedAfter.Round(time.Millisecond), resumed.Round(time.Millisecond))
+	if limit := session + 10*time.Second; resumed > limit {
+		t.Errorf("commits resumed %v after the kill, want within the session timeout + 10 s = %v", resumed, limit)
+	}
+
+	c.StartBroker(coord)
+	c.WaitRegistered(coord)
+	progressFrom := j.ProcessedCount()
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := j.ProcessedCount() - progressFrom
+		return n >= 1000, fmt.Sprintf("%d records processed since broker %d restarted", n, coord)
+	})
+	acks, _ := p.stop(t)
+	pr := newProduced()
+	pr.addAcked(t, acks)
+	ends := pr.ends(partitions)
+	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	m1.stop()
+	m2.stop()
+	final, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("final OffsetFetch: %v", err)
+	}
+	checkJournal(t, j, pr, final)
+}
