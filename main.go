@@ -32,6 +32,7 @@ import (
 
 	"github.com/isrbroker/isrbroker/broker"
 	"github.com/isrbroker/isrbroker/broker/config"
+	"github.com/isrbroker/isrbroker/broker/groupcoord"
 	"github.com/isrbroker/isrbroker/broker/health"
 	"github.com/isrbroker/isrbroker/broker/metricsexport"
 	"github.com/isrbroker/isrbroker/broker/perf"
@@ -214,6 +215,7 @@ type runningBroker struct {
 	zk       *zkcoord.Coordinator
 	rmgr     *replicamanager.ReplicaManager
 	srv      *broker.Server
+	groups   *groupcoord.Coordinator
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	serveErr chan error
@@ -337,6 +339,30 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		return ok
 	})
 
+	// The group coordinator (consumer groups, __consumer_offsets): after the replica manager
+	// and the wire server, before the first request and the first LeaderAndIsr.
+	b.groups = groupcoord.New(groupcoord.Config{
+		BrokerID:                      cfg.BrokerID,
+		OffsetsTopicNumPartitions:     cfg.OffsetsTopicNumPartitions,
+		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		OffsetsTopicSegmentBytes:      cfg.OffsetsTopicSegmentBytes,
+		OffsetsCommitRequiredAcks:     cfg.OffsetsCommitRequiredAcks,
+		OffsetsCommitTimeout:          cfg.OffsetsCommitTimeout,
+		OffsetsRetention:              cfg.OffsetsRetention,
+		OffsetsRetentionCheckInterval: cfg.OffsetsRetentionCheckInterval,
+		OffsetsLoadBufferSize:         cfg.OffsetsLoadBufferSize,
+		OffsetMetadataMaxBytes:        cfg.OffsetMetadataMaxBytes,
+		GroupMinSessionTimeout:        cfg.GroupMinSessionTimeout,
+		GroupMaxSessionTimeout:        cfg.GroupMaxSessionTimeout,
+		GroupInitialRebalanceDelay:    cfg.GroupInitialRebalanceDelay,
+		GroupMaxSize:                  cfg.GroupMaxSize,
+		Registry:                      reg,
+		Log:                           log,
+	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk)
+	b.rmgr.SetLeadershipListener(b.groups.OnLeadershipChange)
+	b.srv.SetGroupCoordinator(b.groups)
+	b.groups.Start()
+
 	if err = b.srv.Listen(); err != nil {
 		return nil, err
 	}
@@ -362,7 +388,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	return b, nil
 }
 
-// shutdown stops the components in reverse order of start: wire server, replica manager
+// shutdown stops the components in reverse order of start: wire server, group coordinator
+// (parked joins are answered NOT_COORDINATOR), replica manager
 // (fetchers, delayed operations, HW checkpoint), ZooKeeper session (the registration and any
 // controller znode vanish), background log tasks, then the logs, whose Close writes the
 // clean-shutdown marker.
@@ -372,7 +399,11 @@ func (b *runningBroker) shutdown() {
 			b.log.WithError(err).Warn("closing the wire server")
 		}
 	}
+	if b.groups != nil {
+		b.groups.Close()
+	}
 	if b.rmgr != nil {
+		b.rmgr.SetLeadershipListener(nil)
 		b.rmgr.Shutdown()
 	}
 	if b.zk != nil {

@@ -14,7 +14,8 @@ import (
 //
 // Behavior:
 //   - acks outside {0, 1, -1} → INVALID_REQUIRED_ACKS on every partition, nothing appended.
-//   - An invalid topic name → INVALID_TOPIC_EXCEPTION for its partitions.
+//   - An invalid topic name, or an internal topic (__consumer_offsets: only the group
+//     coordinator writes it) → INVALID_TOPIC_EXCEPTION for its partitions.
 //   - Each partition's records must be exactly one magic-2 batch with a matching length and
 //     a correct CRC-32C, else CORRUPT_MESSAGE (Kafka's request-thread check plus the log
 //     validator's CRC check; the batch is not decoded, S1).
@@ -45,7 +46,9 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 			switch {
 			case !acksOK:
 				fail(t.Topic, p.Partition, kerr.InvalidRequiredAcks.Code)
-			case !validTopicName(t.Topic):
+			case !validTopicName(t.Topic), isInternalTopic(t.Topic):
+				// Kafka 2.4 refuses client writes to internal topics (only the coordinator
+				// appends to __consumer_offsets, through the replica manager).
 				fail(t.Topic, p.Partition, kerr.InvalidTopicException.Code)
 			default:
 				if code, err := validateProduceRecords(p.Records); code != 0 {

@@ -23,12 +23,18 @@ import (
 //     (brokers without that listener are left out). cluster_id from the config,
 //     controller_id from the last UpdateMetadata (-1 before the first).
 //   - A partition without a live leader → LEADER_NOT_AVAILABLE on the partition, leader -1.
+//   - Internal topics (__consumer_offsets) are reported with is_internal=true when named and
+//     left out of an all-topics answer; they are never auto-created here (FindCoordinator
+//     creates __consumer_offsets with the offsets.topic.* settings).
 //   - An unknown topic is auto-created (num.partitions, default.replication.factor) when
 //     auto.create.topics.enable and (v < 4 or allow_auto_topic_creation) and the name is
 //     valid; it is answered LEADER_NOT_AVAILABLE (the client retries). Otherwise
 //     UNKNOWN_TOPIC_OR_PARTITION; an invalid name → INVALID_TOPIC_EXCEPTION.
 //
-// Deviations: no topic ids (v10+ topic_id zero; a request naming a topic only by id gets
+// Deviations: an all-topics request leaves internal topics out (Kafka 2.4 lists them with
+// is_internal=true; isrbroker hides them unless named), and a request naming
+// __consumer_offsets before it exists gets UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4 would create
+// it with the offsets.topic.* settings; here only FindCoordinator does). No topic ids (v10+ topic_id zero; a request naming a topic only by id gets
 // UNKNOWN_TOPIC_OR_PARTITION); authorized operations are not computed (left at
 // "not requested").
 
@@ -45,6 +51,9 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	var names []*string
 	if allTopics {
 		for _, t := range snap.TopicNames() {
+			if isInternalTopic(t) {
+				continue // hidden unless named
+			}
 			names = append(names, &t)
 		}
 	} else {
@@ -56,7 +65,7 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	var toCreate []string
 	if !allTopics && allowCreate {
 		for _, n := range names {
-			if n != nil && validTopicName(*n) && snap.Topics[*n] == nil {
+			if n != nil && validTopicName(*n) && !isInternalTopic(*n) && snap.Topics[*n] == nil {
 				toCreate = append(toCreate, *n)
 			}
 		}
@@ -121,7 +130,7 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 		case n == nil:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		case snap.Topics[*n] != nil:
-			rt.IsInternal = *n == "__consumer_offsets" || *n == "__transaction_state"
+			rt.IsInternal = isInternalTopic(*n)
 			rt.Partitions = metadataPartitions(snap, snap.Topics[*n])
 		case !validTopicName(*n):
 			rt.ErrorCode = kerr.InvalidTopicException.Code

@@ -79,6 +79,8 @@ type Server struct {
 	replBytesOut metrics.Meter
 
 	pids producerIDs // InitProducerId's current producer-id block
+
+	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
 }
 
 type boundListener struct {

@@ -66,6 +66,8 @@ type ReplicaManager struct {
 	// knownPartition tells whether the cluster metadata knows tp (NOT_LEADER_OR_FOLLOWER versus
 	// UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here); set by the broker.
 	knownPartition atomic.Pointer[func(TopicPartition) bool]
+	// leadership is told about leadership changes (leadership.go); set by main.
+	leadership atomic.Pointer[LeadershipListener]
 
 	stateChangeLock sync.Mutex // serialises LeaderAndIsr and StopReplica
 	mu              sync.RWMutex
@@ -343,6 +345,7 @@ func (rm *ReplicaManager) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Leader
 	rm.makeLeaders(leaders, now)
 	rm.makeFollowers(followers, req.LiveLeaders)
 	rm.fetcher.ShutdownIdleFetcherThreads()
+	rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
 	return res
 }
 
@@ -448,6 +451,7 @@ func (rm *ReplicaManager) StopReplicas(req StopReplicaRequest) StopReplicaResult
 	for _, tp := range req.Partitions {
 		rm.purgatory.checkAndComplete(tp)
 	}
+	rm.notifyLeadership(nil, req.Partitions)
 	return res
 }
 

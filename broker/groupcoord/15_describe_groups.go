@@ -1,0 +1,69 @@
+package groupcoord
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeGroups: v0-5 (v5 flexible).
+//
+// Behavior (GroupCoordinator.handleDescribeGroup, GroupMetadata.summary):
+//   - Per group: status errors (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+//     NOT_COORDINATOR) with empty fields; the empty group id is allowed.
+//   - An unknown group is described as state "Dead", no error.
+//   - A Stable group lists its members with their metadata for the selected protocol and their
+//     assignments, and names the protocol; other states list members without metadata and
+//     assignment, and no protocol. group.instance.id is reported from v4.
+//
+// Deviations: authorized operations (v3+) are not computed (0, Kafka's "not requested";
+// isrbroker has no ACLs).
+
+func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
+
+func handleDescribeGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		resp.Groups = append(resp.Groups, c.DescribeGroup(id))
+	}
+	respond(resp)
+}
+
+// DescribeGroup is GroupCoordinator.handleDescribeGroup.
+func (c *Coordinator) DescribeGroup(groupID string) kmsg.DescribeGroupsResponseGroup {
+	out := kmsg.NewDescribeGroupsResponseGroup()
+	out.Group = groupID
+	if code := c.validateGroupStatus(groupID, true); code != errNone {
+		out.ErrorCode = code
+		return out
+	}
+	g := c.getGroup(groupID)
+	if g == nil {
+		out.State = stateDead.String()
+		return out
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out.State = g.state.String()
+	if g.protocolType != nil {
+		out.ProtocolType = *g.protocolType
+	}
+	stable := g.is(stateStable) && g.protocol != nil
+	if stable {
+		out.Protocol = *g.protocol
+	}
+	for _, m := range g.allMembers() {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID = m.id
+		dm.InstanceID = m.instanceID
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.clientHost
+		dm.ProtocolMetadata = []byte{}
+		dm.MemberAssignment = []byte{}
+		if stable {
+			dm.ProtocolMetadata = nonNilBytes(m.metadata(*g.protocol))
+			dm.MemberAssignment = nonNilBytes(m.assignment)
+		}
+		out.Members = append(out.Members, dm)
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package groupcoord
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups: v0-2 (v2 flexible).
+//
+// Behavior (GroupCoordinator.handleDeleteGroups):
+//   - Per group: status errors (COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+//     NOT_COORDINATOR); the empty group id is allowed.
+//   - Unknown or Dead group → GROUP_ID_NOT_FOUND (NOT_COORDINATOR if the partition moved away
+//     meanwhile); a group with members (Stable, PreparingRebalance, CompletingRebalance) →
+//     NON_EMPTY_GROUP.
+//   - An Empty group becomes Dead: its offsets are removed and tombstoned, and its metadata
+//     tombstoned (not for a generation-0 group that only stored offsets).
+//
+// Deviations: none.
+
+func init() { register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	codes := c.DeleteGroups(req.Groups)
+	seen := make(map[string]bool)
+	for _, id := range req.Groups {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		rg.ErrorCode = codes[id]
+		resp.Groups = append(resp.Groups, rg)
+	}
+	respond(resp)
+}
+
+// DeleteGroups is GroupCoordinator.handleDeleteGroups.
+func (c *Coordinator) DeleteGroups(ids []string) map[string]int16 {
+	codes := make(map[string]int16, len(ids))
+	var eligible []*group
+	for _, id := range ids {
+		if _, done := codes[id]; done {
+			continue
+		}
+		if code := c.validateGroupStatus(id, true); code != errNone {
+			codes[id] = code
+			continue
+		}
+		g := c.getGroup(id)
+		if g == nil {
+			codes[id] = c.notFoundCode(id)
+			continue
+		}
+		var dead bool
+		c.locked(g, func() {
+			switch g.state {
+			case stateDead:
+				dead = true
+			case stateEmpty:
+				c.transition(g, stateDead)
+				eligible = append(eligible, g)
+				codes[id] = errNone
+			default:
+				codes[id] = errNonEmptyGroup
+			}
+		})
+		if dead {
+			codes[id] = c.notFoundCode(id)
+		}
+	}
+	if len(eligible) > 0 {
+		n := c.cleanupGroupMetadata(eligible, func(g *group) map[tp]offsetAndMetadata { return g.removeAllOffsets() })
+		c.log.WithField("offsets", n).Info("deleted groups")
+	}
+	return codes
+}
+
+func (c *Coordinator) notFoundCode(id string) int16 {
+	if c.groupNotExists(id) {
+		return errGroupIDNotFound
+	}
+	return errNotCoordinator
+}
