@@ -246,7 +246,7 @@ func startKcatMember(t *testing.T, c *cluster.Cluster, group, topic string, extr
 	args := []string{"-b", strings.Join(c.BootstrapAddrs(), ","), "-G", group,
 		"-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=200",
 		"-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
-		"-f", "%p %o %k %s\n"}
+		"-u", "-f", "%p %o %k %s\n"} // -u: unbuffered, each record printed as consumed
 	args = append(append(args, extra...), topic)
 	m := &kcatMember{done: make(chan struct{})}
 	m.cmd = exec.Command(kcatPath(t), args...)
