@@ -93,3 +93,38 @@ func TestGroupJournalCheck(t *testing.T) {
 		t.Errorf("final commit below the end: %q", res.Violations)
 	}
 }
+
+// A member's latest commit may land after the next generation's OffsetFetch (kafka-go): with
+// AllowLateCommit a session starting at the commit before it, by the same member or another,
+// is counted apart; one starting further back is still a finding.
+func TestGroupJournalCheckLateCommit(t *testing.T) {
+	values := map[int32][]string{0: {"v0", "v1", "v2", "v3", "v4", "v5"}}
+	run := func(late bool, restarter string, restart int64) GroupCheck {
+		j := NewGroupJournal()
+		if late {
+			j.AllowLateCommit()
+		}
+		clock := time.Unix(1000, 0)
+		at := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+		for o := int64(0); o < 4; o++ {
+			j.processed = append(j.processed, GroupProcessed{"m1", 0, o, values[0][o], at()})
+			j.commits = append(j.commits, GroupCommit{"m1", 0, o + 1, at()})
+		}
+		for o := restart; o < 6; o++ {
+			j.processed = append(j.processed, GroupProcessed{restarter, 0, o, values[0][o], at()})
+		}
+		j.commits = append(j.commits, GroupCommit{"m1", 0, 6, at()})
+		return j.Check(values, map[int32]int64{0: 6})
+	}
+	for _, m := range []string{"m1", "m2"} {
+		if res := run(true, m, 3); len(res.Violations) != 0 || res.LateCommitRereads != 1 {
+			t.Errorf("late commit, %s restarts at 3: %+v, want no finding and one late re-read", m, res)
+		}
+		if res := run(false, m, 3); len(res.Violations) != 1 {
+			t.Errorf("%s restarts at 3 without AllowLateCommit: %q, want one finding", m, res.Violations)
+		}
+		if res := run(true, m, 2); len(res.Violations) != 1 {
+			t.Errorf("%s restarts at 2 (two commits back): %q, want one finding", m, res.Violations)
+		}
+	}
+}
