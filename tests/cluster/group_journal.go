@@ -34,10 +34,17 @@ func JavaStringHash(s string) int32 {
 }
 
 // OffsetsPartitionFor is the __consumer_offsets partition holding group's metadata and
-// commits: Kafka's Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where abs
-// masks the sign bit (n & 0x7fffffff).
+// commits: Kafka's Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where
+// Utils.abs maps Integer.MIN_VALUE to 0 and is Math.abs otherwise.
 func OffsetsPartitionFor(group string, partitions int32) int32 {
-	return (JavaStringHash(group) & 0x7fffffff) % partitions
+	h := JavaStringHash(group)
+	switch {
+	case h == -1<<31:
+		h = 0
+	case h < 0:
+		h = -h
+	}
+	return h % partitions
 }
 
 // GroupCoordinator asks FindCoordinator (kadm) which broker coordinates group.

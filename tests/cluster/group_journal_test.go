@@ -25,6 +25,13 @@ func TestOffsetsPartitionForIsKafkasHash(t *testing.T) {
 	if got := OffsetsPartitionFor("hello", 50); got != 99162322%50 {
 		t.Errorf("partition of hello: %d, want %d", got, 99162322%50)
 	}
+	// A negative hash: Math.abs, not masking the sign bit (which would give 3 here).
+	if h := JavaStringHash("isrbroker"); h != -1233876383 {
+		t.Errorf("JavaStringHash(isrbroker) = %d, want -1233876383", h)
+	}
+	if got := OffsetsPartitionFor("isrbroker", 6); got != 1233876383%6 {
+		t.Errorf("partition of isrbroker: %d, want %d", got, 1233876383%6)
+	}
 }
 
 // checkScenario builds a journal over one partition of 10 records: m1 processes 0..5 and
