@@ -312,3 +312,31 @@ func partitionSet(lines []kcatLine) map[int32]bool {
 	}
 	return s
 }
+
+// memberCommitsSince counts the commits acknowledged to members (not the watcher's reads)
+// after from, and returns the earliest acknowledgement time among them.
+func memberCommitsSince(j *cluster.GroupJournal, from time.Time) (int, time.Time) {
+	n, first := 0, time.Time{}
+	for _, cm := range j.Commits() {
+		if cm.Member != cluster.Observer && cm.At.After(from) {
+			n++
+			if first.IsZero() || cm.At.Before(first) {
+				first = cm.At
+			}
+		}
+	}
+	return n, first
+}
+
+// waitMemberCommits waits until n commits were acknowledged to members after from and returns
+// the earliest acknowledgement time among them.
+func waitMemberCommits(t *testing.T, j *cluster.GroupJournal, from time.Time, n int, timeout time.Duration, what string) time.Time {
+	t.Helper()
+	var first time.Time
+	cluster.WaitFor(t, timeout, func() (bool, string) {
+		got, f := memberCommitsSince(j, from)
+		first = f
+		return got >= n, fmt.Sprintf("%s: %d commits acknowledged to members, want %d", what, got, n)
+	})
+	return first
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -560,23 +561,7 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
 	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
 	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
-	commitsAfter := func(from time.Time) (int, time.Time) {
-		n, first := 0, time.Time{}
-		for _, cm := range j.Commits() {
-			if cm.Member != cluster.Observer && cm.At.After(from) {
-				n++
-				if first.IsZero() || cm.At.Before(first) {
-					first = cm.At
-				}
-			}
-		}
-		return n, first
-	}
-	start := time.Now()
-	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		n, _ := commitsAfter(start)
-		return n >= 20, fmt.Sprintf("%d commits acknowledged, want 20 before the fault", n)
-	})
+	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the fault")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -599,12 +584,7 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 		id, err := c.GroupCoordinator(ctx, group)
 		return err == nil && id == st.Leader, fmt.Sprintf("FindCoordinator: %d (%v), want the new leader %d", id, err, st.Leader)
 	})
-	var resumedAt time.Time
-	cluster.WaitFor(t, session+30*time.Second, func() (bool, string) {
-		n, first := commitsAfter(killedAt)
-		resumedAt = first
-		return n >= 12, fmt.Sprintf("%d commits acknowledged since the kill", n)
-	})
+	resumedAt := waitMemberCommits(t, j, killedAt, 12, session+30*time.Second, "since the kill")
 	resumed := resumedAt.Sub(killedAt)
 	t.Logf("%s-%d moved to broker %d after %v; the first commit after the kill was acknowledged after %v",
 		cluster.OffsetsTopic, pp, st.Leader, movedAfter.Round(time.Millisecond), resumed.Round(time.Millisecond))
@@ -619,6 +599,104 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 		n := j.ProcessedCount() - progressFrom
 		return n >= 1000, fmt.Sprintf("%d records processed since broker %d restarted", n, coord)
 	})
+	acks, _ := p.stop(t)
+	pr := newProduced()
+	pr.addAcked(t, acks)
+	ends := pr.ends(partitions)
+	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	m1.stop()
+	m2.stop()
+	final, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("final OffsetFetch: %v", err)
+	}
+	checkJournal(t, j, pr, final)
+}
+
+// Issue 10, coordinator moves (beyond item 5): the coordinator A is killed (B takes the offsets
+// partition), A comes back as a follower and a preferred election gives it the partition back
+// (B resigns alive, A loads what B committed), then A is killed again and B, which coordinated
+// the group before, loads the partition once more. Throughout, two members commit under a
+// steady producer: a coordinator serving a cache left from an earlier term, or a load missing
+// commits made while it followed, would make commits go back or a member re-read below a commit.
+func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T) {
+	const session = 6 * time.Second
+	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
+	const topic, group, partitions = "moves-topic", "moves-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
+		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
+	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
+	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the first kill")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pp := cluster.OffsetsPartitionFor(group, offsetsPartitions)
+	waitCoordinator := func(what string, cond func(cluster.PartitionState) (bool, string)) int32 {
+		t.Helper()
+		st := c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, cond)
+		cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+			id, err := c.GroupCoordinator(ctx, group)
+			return err == nil && id == st.Leader, fmt.Sprintf("%s: FindCoordinator %d (%v), want the leader %d of %s-%d", what, id, err, st.Leader, cluster.OffsetsTopic, pp)
+		})
+		t.Logf("%s: broker %d coordinates (leader epoch %d of %s-%d)", what, st.Leader, st.LeaderEpoch, cluster.OffsetsTopic, pp)
+		return st.Leader
+	}
+	a := waitCoordinator("start", func(st cluster.PartitionState) (bool, string) { return st.Leader >= 0, "no leader" })
+	assignment, err := c.TopicAssignment(cluster.OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if assignment[pp][0] != a {
+		t.Fatalf("%s-%d: the coordinator %d is not the preferred replica of %v", cluster.OffsetsTopic, pp, a, assignment[pp])
+	}
+
+	// 1. kill -9 A: B coordinates.
+	killed := time.Now()
+	c.Kill(a)
+	b := waitCoordinator("A killed", func(st cluster.PartitionState) (bool, string) {
+		return st.Leader >= 0 && st.Leader != a, fmt.Sprintf("leader %d", st.Leader)
+	})
+	waitMemberCommits(t, j, killed, 20, session+30*time.Second, "with B coordinating")
+
+	// 2. A back as a follower, in the ISR; a preferred election hands it the partition: B
+	// resigns alive and A loads what B committed.
+	c.StartBroker(a)
+	c.WaitRegistered(a)
+	c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
+		return slices.Contains(st.ISR, a), fmt.Sprintf("ISR %v without %d", st.ISR, a)
+	})
+	waitMemberCommits(t, j, time.Now(), 10, 30*time.Second, "after A rejoined the ISR")
+	moved := time.Now()
+	r := cluster.RunBinary(t, "", adminRunTimeout, "leader-election", "--zookeeper="+c.ZK.Addr, "--election-type", "preferred",
+		"--topic", cluster.OffsetsTopic, "--partition", fmt.Sprint(pp))
+	if r.ExitCode != 0 {
+		t.Fatalf("leader-election: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	waitCoordinator("preferred election", func(st cluster.PartitionState) (bool, string) {
+		return st.Leader == a, fmt.Sprintf("leader %d, want %d", st.Leader, a)
+	})
+	waitMemberCommits(t, j, moved, 20, 30*time.Second, "with A coordinating again")
+
+	// 3. kill -9 A again: B, which coordinated the group before, loads the partition again.
+	killed = time.Now()
+	c.Kill(a)
+	if again := waitCoordinator("A killed again", func(st cluster.PartitionState) (bool, string) {
+		return st.Leader >= 0 && st.Leader != a, fmt.Sprintf("leader %d", st.Leader)
+	}); again != b {
+		t.Logf("broker %d (not %d) took the partition the second time", again, b)
+	}
+	waitMemberCommits(t, j, killed, 20, session+30*time.Second, "after the second kill")
+	c.StartBroker(a)
+	c.WaitRegistered(a)
+
 	acks, _ := p.stop(t)
 	pr := newProduced()
 	pr.addAcked(t, acks)
