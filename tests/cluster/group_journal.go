@@ -369,24 +369,8 @@ func (j *GroupJournal) Check(values map[int32][]string, finalCommitted map[int32
 		}
 	}
 
-	// Commits only go up: the members' acknowledged commits in acknowledgement order, and
-	// the watcher's answers in the order it asked.
-	sort.SliceStable(commits, func(a, b int) bool { return commits[a].At.Before(commits[b].At) })
-	lastMember := map[int32]GroupCommit{}
-	lastObserved := map[int32]GroupCommit{}
-	for _, cm := range commits {
-		last := lastMember
-		if cm.Member == Observer {
-			last = lastObserved
-		}
-		if prev, ok := last[cm.Partition]; ok && cm.Offset < prev.Offset {
-			bad("backwards: partition %d committed offset %d (%s, %s) after %d (%s, %s)",
-				cm.Partition, cm.Offset, cm.Member, cm.At.Format("15:04:05.000"), prev.Offset, prev.Member, prev.At.Format("15:04:05.000"))
-		}
-		last[cm.Partition] = cm
-		if end := int64(len(values[cm.Partition])); cm.Offset > end {
-			bad("past the end: partition %d committed offset %d (%s) beyond the %d records produced", cm.Partition, cm.Offset, cm.Member, end)
-		}
+	for _, v := range commitViolations(commits, values) {
+		bad("%s", v)
 	}
 
 	// Sessions: per partition, in processing order, a run of offsets o, o+1, ... by one member.
@@ -521,4 +505,42 @@ func (c *Cluster) ProduceRoundRobin(ctx context.Context, topic string, partition
 		}
 	}
 	return res.FirstErr()
+}
+
+// CommitViolations checks only the commits (for members whose processing is not journaled,
+// such as kcat): per partition they never go back, and none passes ends[p].
+func (j *GroupJournal) CommitViolations(ends map[int32]int64) []string {
+	j.mu.Lock()
+	commits := append([]GroupCommit(nil), j.commits...)
+	j.mu.Unlock()
+	values := map[int32][]string{}
+	for p, e := range ends {
+		values[p] = make([]string, e)
+	}
+	return commitViolations(commits, values)
+}
+
+// commitViolations: the members' acknowledged commits in acknowledgement order, and the
+// watcher's answers in the order it asked, only go up per partition and never pass the number
+// of records produced (len(values[p])). commits is sorted in place.
+func commitViolations(commits []GroupCommit, values map[int32][]string) []string {
+	var out []string
+	sort.SliceStable(commits, func(a, b int) bool { return commits[a].At.Before(commits[b].At) })
+	lastMember := map[int32]GroupCommit{}
+	lastObserved := map[int32]GroupCommit{}
+	for _, cm := range commits {
+		last := lastMember
+		if cm.Member == Observer {
+			last = lastObserved
+		}
+		if prev, ok := last[cm.Partition]; ok && cm.Offset < prev.Offset {
+			out = append(out, fmt.Sprintf("backwards: partition %d committed offset %d (%s, %s) after %d (%s, %s)",
+				cm.Partition, cm.Offset, cm.Member, cm.At.Format("15:04:05.000"), prev.Offset, prev.Member, prev.At.Format("15:04:05.000")))
+		}
+		last[cm.Partition] = cm
+		if end := int64(len(values[cm.Partition])); cm.Offset > end {
+			out = append(out, fmt.Sprintf("past the end: partition %d committed offset %d (%s) beyond the %d records produced", cm.Partition, cm.Offset, cm.Member, end))
+		}
+	}
+	return out
 }

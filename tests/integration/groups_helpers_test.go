@@ -304,6 +304,22 @@ func (m *kcatMember) terminate(t *testing.T) {
 	}
 }
 
+// freeze stops the kcat process (SIGSTOP): it neither heartbeats nor commits until thaw.
+func (m *kcatMember) freeze(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(m.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP kcat: %v", err)
+	}
+}
+
+// thaw resumes a frozen kcat process (SIGCONT).
+func (m *kcatMember) thaw(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(m.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT kcat: %v", err)
+	}
+}
+
 // partitionSet returns the distinct partitions of lines.
 func partitionSet(lines []kcatLine) map[int32]bool {
 	s := map[int32]bool{}

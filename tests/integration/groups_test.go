@@ -710,3 +710,97 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 	}
 	checkJournal(t, j, pr, final)
 }
+
+// Issue 10, heartbeat expiry with librdkafka: of two `kcat -G` members, one is frozen
+// (SIGSTOP) after committing everything it consumed. Within its session timeout (6 s) + 10 s
+// the coordinator expires it and the group is Stable with the other member holding all six
+// partitions; that member resumes the frozen one's partitions exactly at its commits (no record
+// re-read, none skipped). Thawed (SIGCONT), the stale member rejoins and the group is Stable
+// with two members again; OffsetFetch never shows a commit going back (a stale member's
+// commit accepted after its expiry would).
+func TestGroups_KcatFrozenMemberExpiresPartnerResumesAtItsCommits(t *testing.T) {
+	kcatPath(t)
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "kcat-freeze", "kcat-freeze-grp", 6
+	const session = 6 * time.Second
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+
+	live := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-live")
+	frozen := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-frozen")
+	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	var frozenParts []int32
+	for _, m := range d.Members {
+		if m.ClientID == "kcat-frozen" {
+			frozenParts = cluster.MemberPartitions(d, topic)[m.MemberID]
+		}
+	}
+	if len(frozenParts) == 0 {
+		t.Fatalf("the member to freeze holds no partition: %+v", cluster.MemberPartitions(d, topic))
+	}
+	pr := newProduced()
+	pr.produceRoundRobin(t, c, topic, partitions, "before", 600)
+	ends := pr.ends(partitions)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := len(live.lines(t)) + len(frozen.lines(t))
+		return n >= 600, fmt.Sprintf("consumed %d of 600", n)
+	})
+	c.WaitCommitted(group, topic, ends, 30*time.Second)
+
+	frozen.freeze(t)
+	frozenAt := time.Now()
+	c.WaitGroupStable(group, topic, partitions, 1, session+10*time.Second)
+	t.Logf("the frozen member (partitions %v) was expired and its partitions reassigned %v after SIGSTOP",
+		frozenParts, time.Since(frozenAt).Round(time.Millisecond))
+	before := len(live.lines(t))
+	if err := c.ProduceRoundRobin(context.Background(), topic, partitions, "after", 600, 300, pr.ProducedLog); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n := len(live.lines(t)) - before
+		return n >= 300, fmt.Sprintf("live member consumed %d of the 300 records produced after the freeze", n)
+	})
+	after := live.lines(t)[before:]
+	first := map[int32]int64{}
+	for _, l := range after {
+		if _, ok := first[l.Partition]; !ok {
+			first[l.Partition] = l.Offset
+		}
+	}
+	for _, p := range frozenParts {
+		if first[p] != ends[p] {
+			t.Errorf("partition %d (the frozen member's, committed %d): the live member resumed at %d", p, ends[p], first[p])
+		}
+	}
+	values := pr.snapshot()
+	for p, vs := range values {
+		values[p] = vs[ends[p]:]
+	}
+	seen := map[string]int{}
+	for _, l := range after {
+		seen[l.Value]++
+	}
+	for p, vs := range values {
+		for _, v := range vs {
+			if seen[v] != 1 {
+				t.Errorf("partition %d: %q consumed %d times by the live member, want once", p, v, seen[v])
+			}
+		}
+	}
+	if len(after) != 300 {
+		t.Errorf("the live member consumed %d records after the freeze, want the 300 produced", len(after))
+	}
+
+	frozen.thaw(t)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	final := pr.ends(partitions)
+	c.WaitCommitted(group, topic, final, 30*time.Second)
+	live.terminate(t)
+	frozen.terminate(t)
+	for _, v := range j.CommitViolations(final) {
+		t.Error(v)
+	}
+}
