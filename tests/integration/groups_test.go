@@ -804,3 +804,69 @@ func TestGroups_KcatFrozenMemberExpiresPartnerResumesAtItsCommits(t *testing.T) 
 		t.Error(v)
 	}
 }
+
+// Issue 10, coordinator kill -9 in the middle of a rebalance: two members are Stable when a
+// third starts joining and the coordinator is killed at once (the group is then preparing or
+// completing a rebalance, which Kafka does not persist). The new coordinator loads the last
+// stored generation; the group must settle Stable with all three members holding the six
+// partitions, and the journal checks hold (nothing skipped, commits only up, re-reads only in
+// the uncommitted tail, final commits at the end offsets).
+func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
+	const session = 6 * time.Second
+	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
+	const topic, group, partitions = "midrebalance-topic", "midrebalance-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
+		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.MetadataMinAge(250 * time.Millisecond), kgo.Balancers(kgo.RangeBalancer())}
+	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
+	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the third member")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	coord, err := c.GroupCoordinator(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3 := startKgoMember(t, c, j, "m3", group, topic, opts...)
+	// The kill goes in as soon as the coordinator has taken m3's JoinGroup (the group leaves
+	// Stable), polling DescribeGroups; if the rebalance completes first, the kill still hits
+	// a group whose latest generation was just written.
+	cluster.Poll(10*time.Second, func() (bool, string) {
+		d, err := c.DescribeGroup(ctx, group)
+		return err == nil && d.State != "Stable", fmt.Sprintf("%s %v", d.State, err)
+	})
+	d, _ := c.DescribeGroup(ctx, group)
+	killed := time.Now()
+	c.Kill(coord)
+	t.Logf("killed coordinator %d while the group was %s with %d members", coord, d.State, len(d.Members))
+	c.WaitGroupStable(group, topic, partitions, 3, session+45*time.Second)
+	t.Logf("Stable with 3 members %v after the kill", time.Since(killed).Round(time.Millisecond))
+	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "after the group settled")
+	c.StartBroker(coord)
+	c.WaitRegistered(coord)
+
+	acks, _ := p.stop(t)
+	pr := newProduced()
+	pr.addAcked(t, acks)
+	ends := pr.ends(partitions)
+	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	for _, m := range []*kgoMember{m1, m2, m3} {
+		m.stop()
+	}
+	final, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("final OffsetFetch: %v", err)
+	}
+	if len(j.ProcessedBy("m3")) == 0 {
+		t.Errorf("m3 never processed anything")
+	}
+	checkJournal(t, j, pr, final)
+}
