@@ -870,3 +870,88 @@ func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
 	}
 	checkJournal(t, j, pr, final)
 }
+
+// Issue 10, offsets retention (KIP-211) in real processes: with offsets.retention.minutes=1
+// (checked every second), the offsets of a group that became Empty disappear one minute after
+// it did, never before, leaving tombstones in __consumer_offsets, while a group whose member
+// stays keeps its offsets.
+func TestGroups_OffsetsExpireOneRetentionAfterGroupEmptyNotWhileActive(t *testing.T) {
+	c := startGroupCluster(t, map[string]string{"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000"})
+	const topic, partitions = "retention-topic", 3
+	const gone, active = "retention-gone-grp", "retention-active-grp"
+	c.CreateTopic(topic, partitions, 3)
+	pr := newProduced()
+	pr.produceRoundRobin(t, c, topic, partitions, "r", 90)
+	ends := pr.ends(partitions)
+
+	leaver := startKgoMember(t, c, nil, "leaver", gone, topic)
+	stayer := startKgoMember(t, c, nil, "stayer", active, topic)
+	c.WaitCommitted(gone, topic, ends, 60*time.Second)
+	c.WaitCommitted(active, topic, ends, 60*time.Second)
+	leaver.stop() // LeaveGroup: the group becomes Empty
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		d, err := c.DescribeGroup(ctx, gone)
+		return err == nil && d.State == "Empty", fmt.Sprintf("%s is %s (%v)", gone, d.State, err)
+	})
+	emptyAt := time.Now()
+
+	var expiredAfter time.Duration
+	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
+		got, err := c.CommittedOffsets(ctx, gone, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(got) > 0 {
+			return false, fmt.Sprintf("%s still has offsets %v after %v", gone, got, time.Since(emptyAt).Round(time.Second))
+		}
+		expiredAfter = time.Since(emptyAt)
+		return true, ""
+	})
+	t.Logf("the Empty group's offsets expired %v after it became Empty", expiredAfter.Round(time.Millisecond))
+	// The Empty state began before emptyAt was taken; 1 s of slack covers that.
+	if expiredAfter < 59*time.Second || expiredAfter > 80*time.Second {
+		t.Errorf("offsets of the Empty group expired %v after it became Empty, want one retention (1 min) + up to a check interval", expiredAfter)
+	}
+	got, err := c.CommittedOffsets(ctx, active, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, end := range ends {
+		if got[p] != end {
+			t.Errorf("the active group's offset of partition %d is %d (all: %v), want %d kept", p, got[p], got, end)
+		}
+	}
+	stayer.stop()
+
+	// Tombstones for the expired group's commits in its __consumer_offsets partition.
+	pp := cluster.OffsetsPartitionFor(gone, offsetsPartitions)
+	offEnds, err := c.EndOffsets(ctx, cluster.OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cluster.OffsetsTopic: {pp: kgo.NewOffset().AtStart()}}))
+	tombstoned := map[int32]bool{}
+	for next := int64(0); next < offEnds[pp]; {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s-%d: at %d of %d", cluster.OffsetsTopic, pp, next, offEnds[pp])
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if len(r.Key) < 2 || binary.BigEndian.Uint16(r.Key) > 1 || r.Value != nil {
+				return
+			}
+			var k kmsg.OffsetCommitKey
+			if err := k.ReadFrom(r.Key); err == nil && k.Group == gone && k.Topic == topic {
+				tombstoned[k.Partition] = true
+			}
+		})
+	}
+	if len(tombstoned) != partitions {
+		t.Errorf("tombstones in %s-%d for %s's commits of partitions %v, want all %d", cluster.OffsetsTopic, pp, gone, tombstoned, partitions)
+	}
+}
