@@ -159,7 +159,8 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 		return n >= 12, fmt.Sprintf("%d commits acknowledged since the kill", n)
 	})
 	resumed := firstCommit.Sub(s.faultAt)
-	t.Logf("%s-%d: broker %d leads after %v; commits acknowledged again %v after the kill", cluster.OffsetsTopic, pp, st.Leader, moved, resumed)
+	t.Logf("%s-%d: broker %d leads after %v; commits acknowledged again %v after the kill",
+		cluster.OffsetsTopic, pp, st.Leader, moved.Round(time.Millisecond), resumed.Round(time.Millisecond))
 	if limit := groupSession + 10*time.Second; resumed > limit {
 		t.Errorf("G: commits resumed %v after the kill, want within the session timeout + 10 s = %v", resumed, limit)
 	}

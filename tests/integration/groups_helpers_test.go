@@ -111,7 +111,6 @@ type kgoMember struct {
 	assigned  []map[string][]int32 // every OnPartitionsAssigned, in order
 	lost      []map[string][]int32
 	groupErrs []error // ErrGroupSession errors from PollFetches
-	fetchErrs map[string]int
 }
 
 // startKgoMember starts a group member named name in group on topic; opts are added (a
@@ -120,7 +119,7 @@ type kgoMember struct {
 // closes the client: commit on revoke, then LeaveGroup unless static) or at cleanup.
 func startKgoMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal, name, group, topic string, opts ...kgo.Opt) *kgoMember {
 	t.Helper()
-	m := &kgoMember{name: name, done: make(chan struct{}), fetchErrs: map[string]int{}}
+	m := &kgoMember{name: name, done: make(chan struct{})}
 	all := []kgo.Opt{
 		kgo.SeedBrokers(c.BootstrapAddrs()...),
 		kgo.ClientID(name),
@@ -165,13 +164,11 @@ func startKgoMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal, n
 					return
 				}
 				var gs *kgo.ErrGroupSession
-				m.mu.Lock()
 				if errors.As(err, &gs) {
+					m.mu.Lock()
 					m.groupErrs = append(m.groupErrs, err)
-				} else {
-					m.fetchErrs[err.Error()]++
+					m.mu.Unlock()
 				}
-				m.mu.Unlock()
 			})
 			fs.EachRecord(func(r *kgo.Record) {
 				if j != nil {
