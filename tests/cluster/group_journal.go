@@ -230,6 +230,13 @@ func (j *GroupJournal) ProcessedCount() int {
 	return len(j.processed)
 }
 
+// ProcessedRecords returns a copy of every processed record, in the order journaled.
+func (j *GroupJournal) ProcessedRecords() []GroupProcessed {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]GroupProcessed(nil), j.processed...)
+}
+
 // ProcessedBy returns the distinct partitions member processed records of.
 func (j *GroupJournal) ProcessedBy(member string) []int32 {
 	j.mu.Lock()

@@ -340,9 +340,11 @@ func TestGroups_DuplicateStaticInstanceFencesTheOlder(t *testing.T) {
 }
 
 // Issue 10 item 4: __consumer_offsets holds the commits in Kafka's record format: a member's
-// commits and an admin commit decode with kmsg.OffsetCommitKey/Value (group, topic, partition,
-// offset) and the group's metadata with kmsg.GroupMetadataKey/Value, all in the partition
-// Utils.abs(groupId.hashCode) % offsets.topic.num.partitions.
+// commits and an admin commit (with metadata strings) decode with kmsg.OffsetCommitKey/Value
+// (group, topic, partition, offset, metadata) and the group's metadata with
+// kmsg.GroupMetadataKey/Value, all in the partition Utils.abs(groupId.hashCode) %
+// offsets.topic.num.partitions. OffsetFetch returns the metadata, and ListGroups lists both
+// groups from their coordinator ("consumer" and, for the commit-only group, no protocol type).
 func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
 	c := startGroupCluster(t, nil)
 	const topic, partitions = "decode-me", 3
@@ -362,10 +364,31 @@ func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
 	adminCommit := map[int32]int64{0: 7, 1: 8, 2: 9}
 	offs := kadm.Offsets{}
 	for p, o := range adminCommit {
-		offs.AddOffset(topic, p, o, -1)
+		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1, Metadata: fmt.Sprintf("meta-%d", p)})
 	}
 	if err := c.Admin().CommitAllOffsets(ctx, adminGroup, offs); err != nil {
 		t.Fatalf("admin OffsetCommit: %v", err)
+	}
+	fetched, err := c.Admin().FetchOffsets(ctx, adminGroup)
+	if err != nil || fetched.Error() != nil {
+		t.Fatalf("OffsetFetch(%s): %v %v", adminGroup, err, fetched.Error())
+	}
+	for p, o := range adminCommit {
+		f, ok := fetched.Lookup(topic, p)
+		if !ok || f.At != o || f.Metadata != fmt.Sprintf("meta-%d", p) {
+			t.Errorf("OffsetFetch(%s) %s-%d: %+v (found %v), committed offset %d metadata meta-%d", adminGroup, topic, p, f, ok, o, p)
+		}
+	}
+	listed, err := c.Admin().ListGroups(ctx)
+	if err != nil {
+		t.Fatalf("ListGroups: %v", err)
+	}
+	for g, want := range map[string]string{memberGroup: "consumer", adminGroup: ""} {
+		lg, ok := listed[g]
+		coord, cerr := c.GroupCoordinator(ctx, g)
+		if !ok || lg.ProtocolType != want || cerr != nil || lg.Coordinator != coord {
+			t.Errorf("ListGroups: %s %+v (listed %v), want protocol type %q listed by its coordinator %d (%v)", g, lg, ok, want, coord, cerr)
+		}
 	}
 
 	// Read the internal topic to its end (it must be named explicitly).
@@ -428,6 +451,9 @@ func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
 					return
 				}
 				lastCommit[commitKey{k.Group, k.Partition}] = val.Offset
+				if k.Group == adminGroup && val.Metadata != fmt.Sprintf("meta-%d", k.Partition) {
+					t.Errorf("%s commit record of %s-%d: metadata %q, committed meta-%d", adminGroup, topic, k.Partition, val.Metadata, k.Partition)
+				}
 			case 2:
 				var k kmsg.GroupMetadataKey
 				if err := k.ReadFrom(r.Key); err != nil {
@@ -954,4 +980,56 @@ func TestGroups_OffsetsExpireOneRetentionAfterGroupEmptyNotWhileActive(t *testin
 	if len(tombstoned) != partitions {
 		t.Errorf("tombstones in %s-%d for %s's commits of partitions %v, want all %d", cluster.OffsetsTopic, pp, gone, tombstoned, partitions)
 	}
+}
+
+// Issue 10, two client libraries in one group: a `kcat -G` member (librdkafka offers range and
+// roundrobin) and a franz-go member offering only range join one group; the coordinator selects
+// the protocol both support (range), both get partitions and together consume every record
+// exactly once. A franz-go member offering only cooperative-sticky is refused with
+// INCONSISTENT_GROUP_PROTOCOL and the group stays as it was.
+func TestGroups_KcatAndKgoShareOneGroupOnTheCommonAssignor(t *testing.T) {
+	kcatPath(t)
+	c := startGroupCluster(t, nil)
+	const topic, group, partitions = "mixed-topic", "mixed-grp", 6
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	kc := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-mixed", "-X", "partition.assignment.strategy=range,roundrobin")
+	kg := startKgoMember(t, c, j, "kgo-range", group, topic, kgo.Balancers(kgo.RangeBalancer()))
+	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	if d.Protocol != "range" || d.ProtocolType != "consumer" {
+		t.Errorf("group protocol %q type %q, want range / consumer", d.Protocol, d.ProtocolType)
+	}
+	for id, ps := range cluster.MemberPartitions(d, topic) {
+		if len(ps) == 0 {
+			t.Errorf("member %s holds no partition: %v", id, cluster.MemberPartitions(d, topic))
+		}
+	}
+	pr := newProduced()
+	pr.produceRoundRobin(t, c, topic, partitions, "mixed", 600)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		n1, n2 := len(kc.lines(t)), j.ProcessedCount()
+		return n1+n2 >= 600, fmt.Sprintf("kcat consumed %d, franz-go %d, of 600", n1, n2)
+	})
+
+	coop := startKgoMember(t, c, nil, "kgo-coop", group, topic, kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		_, _, errs := coop.events()
+		for _, err := range errs {
+			if errors.Is(err, kerr.InconsistentGroupProtocol) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("cooperative-only member's group errors %v, want INCONSISTENT_GROUP_PROTOCOL", errs)
+	})
+	coop.stop()
+	if d2 := c.WaitGroupStable(group, topic, partitions, 2, 30*time.Second); d2.Protocol != "range" {
+		t.Errorf("after the refused member the group's protocol is %q", d2.Protocol)
+	}
+	kc.terminate(t)
+	kg.stop()
+	all := kc.lines(t)
+	for _, r := range j.ProcessedRecords() {
+		all = append(all, kcatLine{Partition: r.Partition, Offset: r.Offset, Value: r.Value})
+	}
+	checkExactlyOnce(t, pr.snapshot(), all)
 }
