@@ -848,7 +848,9 @@ func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
 	defer func() { wcancel(); <-watched }()
 	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
 		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
-	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond),
+	// Heartbeats every 2 s: the members learn of m3's join (and the group stays preparing
+	// the rebalance) up to 2 s later, a window the kill below reliably falls into.
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(2 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond), kgo.Balancers(kgo.RangeBalancer())}
 	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
 	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
