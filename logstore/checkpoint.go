@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Checkpoint file names (kafka-zk-reference §5).
@@ -26,7 +27,18 @@ const (
 // directory, so a crash leaves either the old or the new file, never a torn one.
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err := writeSynced(tmp, data); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeSynced writes data to path (created or truncated) and fsyncs it.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -38,13 +50,21 @@ func writeFileAtomic(path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return f.Close()
+}
+
+// removeAfter removes paths after delay (file.delete.delay.ms), at once when delay <= 0.
+func removeAfter(paths []string, delay time.Duration) {
+	remove := func() {
+		for _, p := range paths {
+			os.Remove(p)
+		}
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
+	if delay <= 0 {
+		remove()
+	} else {
+		time.AfterFunc(delay, remove)
 	}
-	return syncDir(filepath.Dir(path))
 }
 
 // syncDir fsyncs a directory so a rename or create in it is durable.

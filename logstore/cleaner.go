@@ -785,22 +785,6 @@ func cleanedPaths(dir string, base int64) segmentPaths {
 	return segmentPaths{n + logSuffix + cleanedSuffix, n + indexSuffix + cleanedSuffix, n + timeIndexSuffix + cleanedSuffix}
 }
 
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // replaceSegments swaps the cleaned segment ns in for group (Log.replaceSegments): under
 // appendMu and flushMu, so no append, roll, truncation, retention or flush interleaves, and
 // only if no truncation or Close happened since the cleaning started (gen) and every
@@ -881,16 +865,7 @@ func (l *Log) replaceSegments(group []*segment, ns *segment, gen uint64) error {
 	}
 	delay := l.cfg.FileDeleteDelay
 	l.mu.Unlock()
-	remove := func() {
-		for _, p := range deleted {
-			os.Remove(p)
-		}
-	}
-	if delay <= 0 {
-		remove()
-	} else {
-		time.AfterFunc(delay, remove)
-	}
+	removeAfter(deleted, delay)
 	return nil
 }
 

@@ -385,14 +385,5 @@ func (s *segment) markDeleted(delay time.Duration) {
 			renamed = append(renamed, p+deletedSuffix)
 		}
 	}
-	remove := func() {
-		for _, p := range renamed {
-			os.Remove(p)
-		}
-	}
-	if delay <= 0 {
-		remove()
-	} else {
-		time.AfterFunc(delay, remove)
-	}
+	removeAfter(renamed, delay)
 }
