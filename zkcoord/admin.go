@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -21,22 +23,6 @@ type TopicSpec struct {
 	Configs           map[string]string
 }
 
-const maxTopicNameLength = 249
-
-// validTopicName is Kafka's Topic.validate: 1..249 chars of [a-zA-Z0-9._-], not "." or "..".
-func validTopicName(t string) bool {
-	if t == "" || len(t) > maxTopicNameLength || t == "." || t == ".." {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		b := t[i]
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '_' || b == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // AssignReplicasToBrokers is Kafka's rack-unaware AdminUtils.assignReplicasToBrokers:
 // the first replica of partition p goes to broker (p + startIndex) mod n; the others follow
 // at a shift that grows by one every n partitions, so leaders and followers spread evenly.
@@ -48,7 +34,7 @@ func AssignReplicasToBrokers(brokers []int32, nPartitions int32, rf int16, start
 	if rf <= 0 {
 		return nil, fmt.Errorf("%w: replication factor must be larger than 0", ErrInvalidReplicationFactor)
 	}
-	b := sortedInt32(brokers)
+	b := sorted.Int32s(brokers)
 	for i := 1; i < len(b); i++ {
 		if b[i] == b[i-1] {
 			return nil, fmt.Errorf("%w: duplicate broker %d", ErrInvalidReplicaAssignment, b[i])
@@ -135,7 +121,7 @@ func validateAssignment(a map[int32][]int32, live []int32) error {
 // With validateOnly it only checks. The controller notices the new topic through its watch
 // and brings the partitions online.
 func (c *Coordinator) CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (map[int32][]int32, error) {
-	if !validTopicName(spec.Name) {
+	if !zkdata.ValidTopicName(spec.Name) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidTopic, spec.Name)
 	}
 	existing, err := c.Topics()
@@ -152,7 +138,7 @@ func (c *Coordinator) CreateTopic(ctx context.Context, spec TopicSpec, validateO
 			return nil, fmt.Errorf("%w: topic %q collides with existing topic %q", ErrInvalidTopic, spec.Name, t)
 		}
 	}
-	if ok, _, err := c.exists(deleteTopicPath(spec.Name)); err != nil {
+	if ok, _, err := c.exists(zkdata.DeleteTopicPath(spec.Name)); err != nil {
 		return nil, err
 	} else if ok {
 		return nil, fmt.Errorf("%w: topic %s is marked for deletion", ErrTopicExists, spec.Name)
@@ -190,15 +176,15 @@ func (c *Coordinator) CreateTopic(ctx context.Context, spec TopicSpec, validateO
 	}
 	// Config first, then the assignment (AdminZkClient.createTopicWithAssignment): the
 	// controller reads the config when it sees the topic.
-	cfgData := encodeConfig(spec.Configs)
-	if _, err := c.create(topicConfigPath(spec.Name), cfgData, 0); errors.Is(err, zk.ErrNodeExists) {
-		if _, err := c.set(topicConfigPath(spec.Name), cfgData, -1); err != nil {
+	cfgData := zkdata.EncodeConfig(spec.Configs)
+	if _, err := c.create(zkdata.TopicConfigPath(spec.Name), cfgData, 0); errors.Is(err, zk.ErrNodeExists) {
+		if _, err := c.set(zkdata.TopicConfigPath(spec.Name), cfgData, -1); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
 		return nil, err
 	}
-	if _, err := c.create(topicPath(spec.Name), encodeTopic(assignment), 0); err != nil {
+	if _, err := c.create(zkdata.TopicPath(spec.Name), zkdata.EncodeTopic(assignment), 0); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return nil, fmt.Errorf("%w: %s", ErrTopicExists, spec.Name)
 		}
@@ -210,13 +196,13 @@ func (c *Coordinator) CreateTopic(ctx context.Context, spec TopicSpec, validateO
 
 // DeleteTopic asks the controller to delete topic by creating /admin/delete_topics/<t>.
 func (c *Coordinator) DeleteTopic(ctx context.Context, topic string) error {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return ErrUnknownTopic
 	}
 	if !c.cfg.DeleteTopicEnable {
 		return ErrTopicDeletionDisabled
 	}
-	ok, _, err := c.exists(topicPath(topic))
+	ok, _, err := c.exists(zkdata.TopicPath(topic))
 	if err != nil {
 		return err
 	}
@@ -226,7 +212,7 @@ func (c *Coordinator) DeleteTopic(ctx context.Context, topic string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := c.create(deleteTopicPath(topic), nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := c.create(zkdata.DeleteTopicPath(topic), nil, 0); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
 	c.log.WithField("topic", topic).Info("topic marked for deletion")

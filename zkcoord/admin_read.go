@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"net"
 	"sort"
 	"time"
@@ -86,7 +88,7 @@ func ConnectAdmin(ctx context.Context, connect string, timeout time.Duration, lo
 		c.Close()
 		return nil, fmt.Errorf("%w within %v", ErrNoSession, timeout)
 	}
-	ok, _, err := c.exists(pathBrokerIDs)
+	ok, _, err := c.exists(zkdata.PathBrokerIDs)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -100,7 +102,7 @@ func ConnectAdmin(ctx context.Context, connect string, timeout time.Duration, lo
 
 // TopicsMarkedForDeletion returns the children of /admin/delete_topics, sorted.
 func (c *Coordinator) TopicsMarkedForDeletion() ([]string, error) {
-	ts, err := c.children(pathDeleteTopics)
+	ts, err := c.children(zkdata.PathDeleteTopics)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -121,21 +123,21 @@ func (c *Coordinator) TopicsMarkedForDeletion() ([]string, error) {
 // partitions online (processPartitionModification). Returns the new partitions' assignment.
 // The partition count can only grow.
 func (c *Coordinator) AddPartitions(ctx context.Context, topic string, numPartitions int32, newAssignment map[int32][]int32, validateOnly bool) (map[int32][]int32, error) {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return nil, ErrUnknownTopic
 	}
-	data, st, err := c.get(topicPath(topic))
+	data, st, err := c.get(zkdata.TopicPath(topic))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, ErrUnknownTopic
 	}
 	if err != nil {
 		return nil, err
 	}
-	existing, err := decodeTopic(topic, data)
+	existing, err := zkdata.DecodeTopic(topic, data)
 	if err != nil {
 		return nil, err
 	}
-	if ok, _, err := c.exists(deleteTopicPath(topic)); err != nil {
+	if ok, _, err := c.exists(zkdata.DeleteTopicPath(topic)); err != nil {
 		return nil, err
 	} else if ok {
 		return nil, fmt.Errorf("%w: topic %s is marked for deletion", ErrInvalidPartitions, topic)
@@ -153,7 +155,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, topic string, numPartit
 	if err != nil {
 		return nil, err
 	}
-	live = sortedInt32(live)
+	live = sorted.Int32s(live)
 	var added map[int32][]int32
 	if len(newAssignment) > 0 {
 		liveSet := map[int32]bool{}
@@ -210,7 +212,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, topic string, numPartit
 	for p, r := range added {
 		all[p] = r
 	}
-	if _, err := c.set(topicPath(topic), encodeTopic(all), st.Version); err != nil {
+	if _, err := c.set(zkdata.TopicPath(topic), zkdata.EncodeTopic(all), st.Version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
 			return nil, fmt.Errorf("zkcoord: topic %s was modified concurrently; retry", topic)
 		}

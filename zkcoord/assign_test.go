@@ -2,6 +2,7 @@ package zkcoord
 
 import (
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"testing"
 )
@@ -95,27 +96,27 @@ func TestValidTopicName(t *testing.T) {
 		"a": true, "A-b_c.d9": true, string(long[:249]): true, string(long): false,
 		"": false, ".": false, "..": false, "a b": false, "a/b": false, "ä": false,
 	} {
-		if validTopicName(name) != ok {
-			t.Errorf("validTopicName(%q) != %v", name, ok)
+		if zkdata.ValidTopicName(name) != ok {
+			t.Errorf("zkdata.ValidTopicName(%q) != %v", name, ok)
 		}
 	}
 }
 
 func TestDecodersRejectGarbage(t *testing.T) {
 	for _, in := range [][]byte{nil, []byte("{"), []byte(`{"partitions":{"x":[1]}}`), []byte(`[]`), []byte(`{"endpoints":["nope"]}`)} {
-		_, _ = decodeBroker(1, in)
-		_, _ = decodeTopic("t", in)
-		_, _ = decodeState(in)
-		_, _ = decodeConfig(in)
-		_, _ = decodeIsrChange(in)
-		_, _ = decodeController(in)
-		_, _ = decodeClusterID(in)
-		_, _ = decodeControllerEpoch(in)
+		_, _ = zkdata.DecodeBroker(1, in)
+		_, _ = zkdata.DecodeTopic("t", in)
+		_, _ = zkdata.DecodeState(in)
+		_, _ = zkdata.DecodeConfig(in)
+		_, _ = zkdata.DecodeIsrChange(in)
+		_, _ = zkdata.DecodeController(in)
+		_, _ = zkdata.DecodeClusterID(in)
+		_, _ = zkdata.DecodeControllerEpoch(in)
 	}
-	if _, err := decodeTopic("t", []byte(`{"version":2,"partitions":{"x":[1]}}`)); err == nil {
+	if _, err := zkdata.DecodeTopic("t", []byte(`{"version":2,"partitions":{"x":[1]}}`)); err == nil {
 		t.Fatal("bad partition key accepted")
 	}
-	if _, err := decodeBroker(1, []byte(`{"endpoints":["PLAINTEXT://nohost"]}`)); err == nil {
+	if _, err := zkdata.DecodeBroker(1, []byte(`{"endpoints":["PLAINTEXT://nohost"]}`)); err == nil {
 		t.Fatal("bad endpoint accepted")
 	}
 }

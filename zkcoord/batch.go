@@ -1,6 +1,7 @@
 package zkcoord
 
 import (
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -164,7 +165,7 @@ func (b *batch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool)
 		}
 	}
 	for _, id := range sortedKeys(leaders) {
-		ep, ok := ct.live[id].endpoint(ct.c.cfg.InterBrokerListener)
+		ep, ok := ct.live[id].Endpoint(ct.c.cfg.InterBrokerListener)
 		if !ok {
 			continue
 		}
@@ -198,7 +199,7 @@ func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.R
 		p.ControllerEpoch = st.controllerEpoch
 		p.Leader = st.leader
 		if ct.deleting[tp.Topic] {
-			p.Leader = leaderDuringDelete
+			p.Leader = zkdata.LeaderDuringDelete
 		}
 		p.LeaderEpoch = st.leaderEpoch
 		p.ISR = append([]int32{}, st.isr...)
@@ -218,7 +219,7 @@ func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.R
 		lb.ID = id
 		for _, e := range bi.Endpoints {
 			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, securityProtocolID(e.protocol())
+			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, securityProtocolID(e.Protocol())
 			lb.Endpoints = append(lb.Endpoints, ep)
 		}
 		if bi.Rack != "" {

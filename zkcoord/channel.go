@@ -36,7 +36,7 @@ type brokerSender struct {
 }
 
 func newBrokerSender(ct *controller, b BrokerInfo) (*brokerSender, error) {
-	ep, ok := b.endpoint(ct.c.cfg.InterBrokerListener)
+	ep, ok := b.Endpoint(ct.c.cfg.InterBrokerListener)
 	if !ok {
 		return nil, fmt.Errorf("zkcoord: broker %d has no endpoint for listener %q", b.ID, ct.c.cfg.InterBrokerListener)
 	}

@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -273,15 +274,15 @@ func (ct *controller) watchChildren(path string, kind evKind) ([]string, error) 
 
 // watchTopic reads a topic's assignment and (re-)arms a data watch (partition modification).
 func (ct *controller) watchTopic(topic string) (map[int32][]int32, error) {
-	key := "data:" + topicPath(topic)
+	key := "data:" + zkdata.TopicPath(topic)
 	var data []byte
 	var err error
 	if _, ok := ct.armed[key]; ok {
-		data, _, err = ct.c.get(topicPath(topic))
+		data, _, err = ct.c.get(zkdata.TopicPath(topic))
 	} else {
 		var wch <-chan zk.Event
 		err = retry(ct.c, func() (err error) {
-			data, _, wch, err = ct.c.conn.GetW(ct.c.p(topicPath(topic)))
+			data, _, wch, err = ct.c.conn.GetW(ct.c.p(zkdata.TopicPath(topic)))
 			return err
 		})
 		if err == nil {
@@ -291,7 +292,7 @@ func (ct *controller) watchTopic(topic string) (map[int32][]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeTopic(topic, data)
+	return zkdata.DecodeTopic(topic, data)
 }
 
 // ---- election ----
@@ -309,9 +310,9 @@ func (ct *controller) elect() {
 			st     *zk.Stat
 			wch    <-chan zk.Event
 		)
-		key := "exists:" + pathController
+		key := "exists:" + zkdata.PathController
 		err := retry(ct.c, func() (err error) {
-			exists, st, wch, err = ct.c.conn.ExistsW(ct.c.p(pathController))
+			exists, st, wch, err = ct.c.conn.ExistsW(ct.c.p(zkdata.PathController))
 			return err
 		})
 		if err != nil {
@@ -321,7 +322,7 @@ func (ct *controller) elect() {
 		}
 		ct.arm(key, event{kind: evControllerChange}, wch)
 		if exists {
-			data, st2, err := ct.c.get(pathController)
+			data, st2, err := ct.c.get(zkdata.PathController)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue
 			}
@@ -330,7 +331,7 @@ func (ct *controller) elect() {
 				return
 			}
 			st = st2
-			id, derr := decodeController(data)
+			id, derr := zkdata.DecodeController(data)
 			if derr != nil {
 				ct.log.WithError(derr).Warn("undecodable /controller znode")
 			}
@@ -343,7 +344,7 @@ func (ct *controller) elect() {
 			if id == me && st.EphemeralOwner == ct.c.conn.SessionID() {
 				// Our own znode but we are not acting as controller (we resigned after an
 				// error): give the role up so that a fresh election runs.
-				_ = retry(ct.c, func() error { return ct.c.conn.Delete(ct.c.p(pathController), -1) })
+				_ = retry(ct.c, func() error { return ct.c.conn.Delete(ct.c.p(zkdata.PathController), -1) })
 				continue
 			}
 			return
@@ -362,8 +363,8 @@ func (ct *controller) elect() {
 		var res []zk.MultiResponse
 		err = retry(ct.c, func() (err error) {
 			res, err = ct.c.conn.Multi(
-				&zk.CreateRequest{Path: ct.c.p(pathController), Data: encodeController(me), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: ct.c.p(pathControllerEpoch), Data: encodeControllerEpoch(newEpoch), Version: ver})
+				&zk.CreateRequest{Path: ct.c.p(zkdata.PathController), Data: zkdata.EncodeController(me), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+				&zk.SetDataRequest{Path: ct.c.p(zkdata.PathControllerEpoch), Data: zkdata.EncodeControllerEpoch(newEpoch), Version: ver})
 			return err
 		})
 		var newVer int32
@@ -400,9 +401,9 @@ func (ct *controller) elect() {
 
 func (ct *controller) readOrCreateControllerEpoch() (int32, int32, error) {
 	for {
-		data, st, err := ct.c.get(pathControllerEpoch)
+		data, st, err := ct.c.get(zkdata.PathControllerEpoch)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, err = ct.c.create(pathControllerEpoch, encodeControllerEpoch(initialControllerEpoch), 0)
+			_, err = ct.c.create(zkdata.PathControllerEpoch, zkdata.EncodeControllerEpoch(zkdata.InitialControllerEpoch), 0)
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 				return 0, 0, err
 			}
@@ -411,7 +412,7 @@ func (ct *controller) readOrCreateControllerEpoch() (int32, int32, error) {
 		if err != nil {
 			return 0, 0, err
 		}
-		e, err := decodeControllerEpoch(data)
+		e, err := zkdata.DecodeControllerEpoch(data)
 		return e, st.Version, err
 	}
 }
@@ -430,7 +431,7 @@ func (ct *controller) resign(why string) {
 	ct.mActive.Update(0)
 	ct.mOffline.Update(0)
 	for k := range ct.armed {
-		if k != "exists:"+pathController {
+		if k != "exists:"+zkdata.PathController {
 			delete(ct.armed, k)
 		}
 	}
@@ -443,7 +444,7 @@ func (ct *controller) resign(why string) {
 // first failing op's error is returned. The results exclude the check.
 func (ct *controller) fencedMulti(ops ...interface{}) ([]zk.MultiResponse, error) {
 	all := make([]interface{}, 0, len(ops)+1)
-	all = append(all, &zk.CheckVersionRequest{Path: ct.c.p(pathControllerEpoch), Version: ct.epochZkVersion})
+	all = append(all, &zk.CheckVersionRequest{Path: ct.c.p(zkdata.PathControllerEpoch), Version: ct.epochZkVersion})
 	all = append(all, ops...)
 	var res []zk.MultiResponse
 	err := retry(ct.c, func() (err error) {
@@ -462,24 +463,24 @@ func (ct *controller) fencedMulti(ops ...interface{}) ([]zk.MultiResponse, error
 // ---- failover ----
 
 func (ct *controller) onControllerFailover() error {
-	ids, err := ct.watchChildren(pathBrokerIDs, evBrokerChange)
+	ids, err := ct.watchChildren(zkdata.PathBrokerIDs, evBrokerChange)
 	if err != nil {
 		return err
 	}
-	topics, err := ct.watchChildren(pathBrokerTopics, evTopicChange)
+	topics, err := ct.watchChildren(zkdata.PathBrokerTopics, evTopicChange)
 	if err != nil {
 		return err
 	}
-	queued, err := ct.watchChildren(pathDeleteTopics, evDeleteTopics)
+	queued, err := ct.watchChildren(zkdata.PathDeleteTopics, evDeleteTopics)
 	if err != nil {
 		return err
 	}
-	notes, err := ct.watchChildren(pathIsrChange, evIsrChange)
+	notes, err := ct.watchChildren(zkdata.PathIsrChange, evIsrChange)
 	if err != nil {
 		return err
 	}
 	// Pending notifications are covered by the full UpdateMetadata below.
-	if err := ct.deleteChildren(pathIsrChange, notes); err != nil {
+	if err := ct.deleteChildren(zkdata.PathIsrChange, notes); err != nil {
 		return err
 	}
 	brokers, err := ct.readBrokers(ids)
@@ -549,14 +550,14 @@ func (ct *controller) readBrokers(ids []string) (map[int32]BrokerInfo, error) {
 		if err != nil {
 			continue
 		}
-		data, st, err := ct.c.get(brokerIDPath(int32(id)))
+		data, st, err := ct.c.get(zkdata.BrokerIDPath(int32(id)))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		bi, err := decodeBroker(int32(id), data)
+		bi, err := zkdata.DecodeBroker(int32(id), data)
 		if err != nil {
 			ct.log.WithError(err).Warn("ignoring undecodable broker znode")
 			continue
@@ -569,7 +570,7 @@ func (ct *controller) readBrokers(ids []string) (map[int32]BrokerInfo, error) {
 
 // loadState reads a partition's state znode into the cache (absent: a new partition).
 func (ct *controller) loadState(tp TopicPartition) error {
-	data, st, err := ct.c.get(partitionStatePath(tp.Topic, tp.Partition))
+	data, st, err := ct.c.get(zkdata.PartitionStatePath(tp.Topic, tp.Partition))
 	if errors.Is(err, zk.ErrNoNode) {
 		delete(ct.states, tp)
 		return nil
@@ -577,7 +578,7 @@ func (ct *controller) loadState(tp TopicPartition) error {
 	if err != nil {
 		return err
 	}
-	ps, err := decodeState(data)
+	ps, err := zkdata.DecodeState(data)
 	if err != nil {
 		ct.log.WithError(err).WithField("topic", tp.Topic).WithField("partition", tp.Partition).Error("undecodable partition state")
 		delete(ct.states, tp)
@@ -614,7 +615,7 @@ func (ct *controller) stopSender(id int32) {
 func (ct *controller) processBrokerChange() error {
 	start := time.Now()
 	defer ct.mElection.UpdateSince(start)
-	ids, err := ct.watchChildren(pathBrokerIDs, evBrokerChange)
+	ids, err := ct.watchChildren(zkdata.PathBrokerIDs, evBrokerChange)
 	if err != nil {
 		return err
 	}
@@ -787,26 +788,26 @@ func (ct *controller) createPartitions(tps []TopicPartition, b *batch) error {
 				WithField("replicas", ct.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
 			continue
 		}
-		st := leaderIsr{leader: eligible[0], leaderEpoch: initialLeaderEpoch, isr: eligible, controllerEpoch: ct.epoch}
+		st := leaderIsr{leader: eligible[0], leaderEpoch: zkdata.InitialLeaderEpoch, isr: eligible, controllerEpoch: ct.epoch}
 		var ops []interface{}
 		if !parentOK[tp.Topic] {
-			ok, _, err := ct.c.exists(topicPartitionsPath(tp.Topic))
+			ok, _, err := ct.c.exists(zkdata.TopicPartitionsPath(tp.Topic))
 			if err != nil {
 				return err
 			}
 			if !ok {
-				ops = append(ops, &zk.CreateRequest{Path: ct.c.p(topicPartitionsPath(tp.Topic)), Acl: zk.WorldACL(zk.PermAll)})
+				ops = append(ops, &zk.CreateRequest{Path: ct.c.p(zkdata.TopicPartitionsPath(tp.Topic)), Acl: zk.WorldACL(zk.PermAll)})
 			}
 		}
-		ok, _, err := ct.c.exists(topicPartitionPath(tp.Topic, tp.Partition))
+		ok, _, err := ct.c.exists(zkdata.TopicPartitionPath(tp.Topic, tp.Partition))
 		if err != nil {
 			return err
 		}
 		if !ok {
-			ops = append(ops, &zk.CreateRequest{Path: ct.c.p(topicPartitionPath(tp.Topic, tp.Partition)), Acl: zk.WorldACL(zk.PermAll)})
+			ops = append(ops, &zk.CreateRequest{Path: ct.c.p(zkdata.TopicPartitionPath(tp.Topic, tp.Partition)), Acl: zk.WorldACL(zk.PermAll)})
 		}
-		ops = append(ops, &zk.CreateRequest{Path: ct.c.p(partitionStatePath(tp.Topic, tp.Partition)),
-			Data: encodeState(st.leader, st.leaderEpoch, st.isr, st.controllerEpoch), Acl: zk.WorldACL(zk.PermAll)})
+		ops = append(ops, &zk.CreateRequest{Path: ct.c.p(zkdata.PartitionStatePath(tp.Topic, tp.Partition)),
+			Data: zkdata.EncodeState(st.leader, st.leaderEpoch, st.isr, st.controllerEpoch), Acl: zk.WorldACL(zk.PermAll)})
 		_, err = ct.fencedMulti(ops...)
 		if errors.Is(err, ErrControllerMoved) {
 			return err
@@ -854,7 +855,7 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 		}
 		next.isr = liveISR
 	} else {
-		next.leader = noLeader
+		next.leader = zkdata.NoLeader
 		for _, r := range ct.replicas(tp) {
 			if ct.electable(r) && slices.Contains(cur.isr, r) {
 				next.leader = r
@@ -862,7 +863,7 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 				break
 			}
 		}
-		if next.leader == noLeader && ct.uncleanAllowed(tp.Topic) {
+		if next.leader == zkdata.NoLeader && ct.uncleanAllowed(tp.Topic) {
 			for _, r := range ct.replicas(tp) {
 				if ct.electable(r) {
 					next.leader, next.isr, unclean = r, []int32{r}, true
@@ -870,7 +871,7 @@ func (ct *controller) nextState(tp TopicPartition, cur leaderIsr) (next leaderIs
 				}
 			}
 		}
-		if next.leader == noLeader {
+		if next.leader == zkdata.NoLeader {
 			if len(liveISR) > 0 {
 				next.isr = liveISR
 			} else if len(cur.isr) > 1 {
@@ -917,8 +918,8 @@ func (ct *controller) updateStatesWith(tps []TopicPartition, b *batch,
 			if !changed {
 				break
 			}
-			res, err := ct.fencedMulti(&zk.SetDataRequest{Path: ct.c.p(partitionStatePath(tp.Topic, tp.Partition)),
-				Data: encodeState(next.leader, next.leaderEpoch, next.isr, next.controllerEpoch), Version: cur.zkVersion})
+			res, err := ct.fencedMulti(&zk.SetDataRequest{Path: ct.c.p(zkdata.PartitionStatePath(tp.Topic, tp.Partition)),
+				Data: zkdata.EncodeState(next.leader, next.leaderEpoch, next.isr, next.controllerEpoch), Version: cur.zkVersion})
 			if errors.Is(err, zk.ErrBadVersion) {
 				if err := ct.loadState(tp); err != nil {
 					return err
@@ -946,7 +947,7 @@ func (ct *controller) updateStatesWith(tps []TopicPartition, b *batch,
 			if unclean {
 				ct.mUnclean.Mark(1)
 				l.Warn("unclean leader election: a replica outside the ISR became leader; data loss is possible")
-			} else if next.leader == noLeader {
+			} else if next.leader == zkdata.NoLeader {
 				l.Warn("partition offline: no live in-sync replica")
 			} else {
 				l.Info("partition state changed")
@@ -973,7 +974,7 @@ func (ct *controller) uncleanAllowed(topic string) bool {
 // ---- topics ----
 
 func (ct *controller) processTopicChange() error {
-	topics, err := ct.watchChildren(pathBrokerTopics, evTopicChange)
+	topics, err := ct.watchChildren(zkdata.PathBrokerTopics, evTopicChange)
 	if err != nil {
 		return err
 	}
@@ -1058,7 +1059,7 @@ func (ct *controller) forgetTopic(t string) {
 	}
 	delete(ct.assignments, t)
 	delete(ct.deleting, t)
-	delete(ct.armed, "data:"+topicPath(t))
+	delete(ct.armed, "data:"+zkdata.TopicPath(t))
 	ct.forgetReassignments(t)
 }
 
@@ -1071,19 +1072,19 @@ func (ct *controller) forgetTopic(t string) {
 // registers again (processBrokerChange) or a new controller takes over. With
 // delete.topic.enable=false the request znode is just removed.
 func (ct *controller) processDeleteTopics() error {
-	children, err := ct.watchChildren(pathDeleteTopics, evDeleteTopics)
+	children, err := ct.watchChildren(zkdata.PathDeleteTopics, evDeleteTopics)
 	if err != nil || len(children) == 0 {
 		return err
 	}
 	sort.Strings(children)
 	if !ct.c.cfg.DeleteTopicEnable {
 		ct.log.WithField("topics", children).Warn("ignoring topic deletion requests: delete.topic.enable is false")
-		return ct.deleteChildren(pathDeleteTopics, children)
+		return ct.deleteChildren(zkdata.PathDeleteTopics, children)
 	}
 	for _, t := range children {
 		a, ok := ct.assignments[t]
 		if !ok {
-			if err := ct.deletePaths([]string{deleteTopicPath(t)}); err != nil {
+			if err := ct.deletePaths([]string{zkdata.DeleteTopicPath(t)}); err != nil {
 				return err
 			}
 			continue
@@ -1109,14 +1110,14 @@ func (ct *controller) processDeleteTopics() error {
 				Info("topic deletion waits for the brokers of offline replicas (ineligible for deletion)")
 			continue
 		}
-		paths, err := ct.subtree(topicPath(t))
+		paths, err := ct.subtree(zkdata.TopicPath(t))
 		if err != nil {
 			return err
 		}
-		if ok, _, _ := ct.c.exists(topicConfigPath(t)); ok {
-			paths = append(paths, topicConfigPath(t))
+		if ok, _, _ := ct.c.exists(zkdata.TopicConfigPath(t)); ok {
+			paths = append(paths, zkdata.TopicConfigPath(t))
 		}
-		paths = append(paths, deleteTopicPath(t))
+		paths = append(paths, zkdata.DeleteTopicPath(t))
 		if err := ct.deletePaths(paths); err != nil {
 			return err
 		}
@@ -1183,7 +1184,7 @@ func (ct *controller) deleteChildren(parent string, children []string) error {
 // processIsrChange handles /isr_change_notification (K5): re-read the named partitions'
 // states, send UpdateMetadata for them to every live broker, delete the notifications.
 func (ct *controller) processIsrChange() error {
-	children, err := ct.watchChildren(pathIsrChange, evIsrChange)
+	children, err := ct.watchChildren(zkdata.PathIsrChange, evIsrChange)
 	if err != nil || len(children) == 0 {
 		return err
 	}
@@ -1191,17 +1192,17 @@ func (ct *controller) processIsrChange() error {
 	seen := map[TopicPartition]bool{}
 	var tps []TopicPartition
 	for _, c := range children {
-		if !strings.HasPrefix(c, isrChangePrefix) {
+		if !strings.HasPrefix(c, zkdata.IsrChangePrefix) {
 			continue
 		}
-		data, _, err := ct.c.get(pathIsrChange + "/" + c)
+		data, _, err := ct.c.get(zkdata.PathIsrChange + "/" + c)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		list, err := decodeIsrChange(data)
+		list, err := zkdata.DecodeIsrChange(data)
 		if err != nil {
 			ct.log.WithError(err).WithField("znode", c).Warn("ignoring undecodable ISR change notification")
 			continue
@@ -1223,7 +1224,7 @@ func (ct *controller) processIsrChange() error {
 		b.updateMetadata(ct.liveIDs(), tps)
 		b.send()
 	}
-	return ct.deleteChildren(pathIsrChange, children)
+	return ct.deleteChildren(zkdata.PathIsrChange, children)
 }
 
 // ---- helpers ----

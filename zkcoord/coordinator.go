@@ -21,6 +21,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"net"
 	"sort"
 	"strconv"
@@ -29,28 +30,28 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 )
 
-// TopicPartition names one partition (the log layer's type, shared).
-type TopicPartition = logstore.TopicPartition
+// Types of the znodes, shared with zkcoord/zkdata.
+type (
+	TopicPartition         = zkdata.TopicPartition
+	Endpoint               = zkdata.Endpoint
+	BrokerInfo             = zkdata.BrokerInfo
+	PartitionState         = zkdata.PartitionState
+	PartitionReassignment  = zkdata.PartitionReassignment
+	ReassignmentFieldError = zkdata.ReassignmentFieldError
+)
 
-// Endpoint is one advertised listener of a broker.
-type Endpoint struct {
-	Listener         string
-	Host             string
-	Port             int32
-	SecurityProtocol string // "PLAINTEXT"
-}
+// ProducerIDBlockSize is the number of producer ids a broker takes at once.
+const ProducerIDBlockSize = zkdata.ProducerIDBlockSize
 
-func (e Endpoint) protocol() string {
-	if e.SecurityProtocol == "" {
-		return "PLAINTEXT"
-	}
-	return e.SecurityProtocol
-}
+// EncodeReassignment and DecodeReassignment are zkdata's reassignment JSON codec.
+var (
+	EncodeReassignment = zkdata.EncodeReassignment
+	DecodeReassignment = zkdata.DecodeReassignment
+)
 
 // Config configures a Coordinator.
 type Config struct {
@@ -100,34 +101,6 @@ var (
 	ErrTopicDeletionDisabled    = errors.New("zkcoord: topic deletion is disabled (delete.topic.enable=false)")
 	errClosed                   = errors.New("zkcoord: closed")
 )
-
-// PartitionState is a partition's state znode plus its zkVersion.
-type PartitionState struct {
-	ControllerEpoch, Leader, LeaderEpoch int32
-	ISR                                  []int32
-	ZkVersion                            int32
-}
-
-// BrokerInfo is one registered broker; Epoch is the czxid of its /brokers/ids znode (KIP-380).
-type BrokerInfo struct {
-	ID        int32
-	Endpoints []Endpoint
-	Rack      string
-	Epoch     int64
-}
-
-// endpoint returns the broker's endpoint for listener, or its first one.
-func (b BrokerInfo) endpoint(listener string) (Endpoint, bool) {
-	for _, e := range b.Endpoints {
-		if e.Listener == listener {
-			return e, true
-		}
-	}
-	if listener == "" && len(b.Endpoints) > 0 {
-		return b.Endpoints[0], true
-	}
-	return Endpoint{}, false
-}
 
 // Coordinator is one broker's view of ZooKeeper. All methods are safe for concurrent use.
 type Coordinator struct {
@@ -273,15 +246,15 @@ func (c *Coordinator) setup() error {
 			return fmt.Errorf("zkcoord: create chroot %s: %w", c.chroot, err)
 		}
 	}
-	for _, path := range persistentPaths {
+	for _, path := range zkdata.PersistentPaths {
 		if err := c.createRecursiveRaw(c.p(path)); err != nil {
 			return fmt.Errorf("zkcoord: create %s: %w", path, err)
 		}
 	}
 	for {
-		data, _, err := c.get(pathClusterID)
+		data, _, err := c.get(zkdata.PathClusterID)
 		if err == nil {
-			id, err := decodeClusterID(data)
+			id, err := zkdata.DecodeClusterID(data)
 			if err != nil {
 				return err
 			}
@@ -296,7 +269,7 @@ func (c *Coordinator) setup() error {
 		_, _ = rand.Read(u[:])
 		u[6] = (u[6] & 0x0f) | 0x40
 		u[8] = (u[8] & 0x3f) | 0x80
-		_, err = c.create(pathClusterID, encodeClusterID(base64.RawURLEncoding.EncodeToString(u[:])), 0)
+		_, err = c.create(zkdata.PathClusterID, zkdata.EncodeClusterID(base64.RawURLEncoding.EncodeToString(u[:])), 0)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -477,8 +450,8 @@ func (c *Coordinator) Register(ctx context.Context) (int64, error) {
 }
 
 func (c *Coordinator) register(ctx context.Context) (int64, error) {
-	path := brokerIDPath(c.cfg.BrokerID)
-	data := encodeBroker(c.cfg.Endpoints, c.cfg.Rack)
+	path := zkdata.BrokerIDPath(c.cfg.BrokerID)
+	data := zkdata.EncodeBroker(c.cfg.Endpoints, c.cfg.Rack)
 	var waitUntil time.Time
 	for {
 		if c.isClosed() {
@@ -638,7 +611,7 @@ func (c *Coordinator) Close() error {
 
 // LiveBrokers returns the registered brokers sorted by id.
 func (c *Coordinator) LiveBrokers() ([]BrokerInfo, error) {
-	ids, err := c.children(pathBrokerIDs)
+	ids, err := c.children(zkdata.PathBrokerIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -648,14 +621,14 @@ func (c *Coordinator) LiveBrokers() ([]BrokerInfo, error) {
 		if err != nil {
 			continue
 		}
-		data, st, err := c.get(brokerIDPath(int32(id)))
+		data, st, err := c.get(zkdata.BrokerIDPath(int32(id)))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		bi, err := decodeBroker(int32(id), data)
+		bi, err := zkdata.DecodeBroker(int32(id), data)
 		if err != nil {
 			c.log.WithError(err).Warn("skipping undecodable broker znode")
 			continue
@@ -669,7 +642,7 @@ func (c *Coordinator) LiveBrokers() ([]BrokerInfo, error) {
 
 // Topics returns all topics, sorted.
 func (c *Coordinator) Topics() ([]string, error) {
-	ts, err := c.children(pathBrokerTopics)
+	ts, err := c.children(zkdata.PathBrokerTopics)
 	if err != nil {
 		return nil, err
 	}
@@ -679,32 +652,32 @@ func (c *Coordinator) Topics() ([]string, error) {
 
 // TopicAssignment returns the replica assignment of topic.
 func (c *Coordinator) TopicAssignment(topic string) (map[int32][]int32, error) {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return nil, ErrUnknownTopic
 	}
-	data, _, err := c.get(topicPath(topic))
+	data, _, err := c.get(zkdata.TopicPath(topic))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, ErrUnknownTopic
 	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeTopic(topic, data)
+	return zkdata.DecodeTopic(topic, data)
 }
 
 // PartitionState reads a partition's state znode.
 func (c *Coordinator) PartitionState(topic string, partition int32) (PartitionState, error) {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return PartitionState{}, ErrUnknownTopic
 	}
-	data, st, err := c.get(partitionStatePath(topic, partition))
+	data, st, err := c.get(zkdata.PartitionStatePath(topic, partition))
 	if errors.Is(err, zk.ErrNoNode) {
 		return PartitionState{}, ErrUnknownTopic
 	}
 	if err != nil {
 		return PartitionState{}, err
 	}
-	ps, err := decodeState(data)
+	ps, err := zkdata.DecodeState(data)
 	if err != nil {
 		return PartitionState{}, err
 	}
@@ -714,37 +687,37 @@ func (c *Coordinator) PartitionState(topic string, partition int32) (PartitionSt
 
 // ControllerID returns the broker id in /controller, -1 if there is none.
 func (c *Coordinator) ControllerID() (int32, error) {
-	data, _, err := c.get(pathController)
+	data, _, err := c.get(zkdata.PathController)
 	if errors.Is(err, zk.ErrNoNode) {
 		return -1, nil
 	}
 	if err != nil {
 		return -1, err
 	}
-	return decodeController(data)
+	return zkdata.DecodeController(data)
 }
 
 // ControllerEpoch returns /controller_epoch and its zkVersion (0, -1 when missing).
 func (c *Coordinator) ControllerEpoch() (int32, int32, error) {
-	data, st, err := c.get(pathControllerEpoch)
+	data, st, err := c.get(zkdata.PathControllerEpoch)
 	if errors.Is(err, zk.ErrNoNode) {
-		return initialControllerEpoch, -1, nil
+		return zkdata.InitialControllerEpoch, -1, nil
 	}
 	if err != nil {
 		return 0, 0, err
 	}
-	e, err := decodeControllerEpoch(data)
+	e, err := zkdata.DecodeControllerEpoch(data)
 	return e, st.Version, err
 }
 
 // TopicConfig returns the "config" map of /config/topics/<t>.
 func (c *Coordinator) TopicConfig(topic string) (map[string]string, error) {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return nil, ErrUnknownTopic
 	}
-	data, _, err := c.get(topicConfigPath(topic))
+	data, _, err := c.get(zkdata.TopicConfigPath(topic))
 	if errors.Is(err, zk.ErrNoNode) {
-		ok, _, err := c.exists(topicPath(topic))
+		ok, _, err := c.exists(zkdata.TopicPath(topic))
 		if err != nil {
 			return nil, err
 		}
@@ -756,7 +729,7 @@ func (c *Coordinator) TopicConfig(topic string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeConfig(data)
+	return zkdata.DecodeConfig(data)
 }
 
 // zkLogger routes go-zookeeper's messages to logrus at debug level.
@@ -825,10 +798,6 @@ func (q *queue[T]) len() int {
 	defer q.mu.Unlock()
 	return len(q.items)
 }
-
-// Endpoint returns the broker's endpoint for listener ("" or an unknown name: its first
-// one when listener is ""), e.g. to reach the controller for a controlled shutdown (K7).
-func (b BrokerInfo) Endpoint(listener string) (Endpoint, bool) { return b.endpoint(listener) }
 
 // localDialer is a zk.Dialer whose connections bind localIP as their source address.
 func localDialer(localIP string) zk.Dialer {

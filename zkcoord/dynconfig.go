@@ -1,9 +1,9 @@
 package zkcoord
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,8 +24,6 @@ import (
 // listener goroutine; nothing blocks the session path.
 
 const (
-	// defaultBrokerEntity is the cluster-wide broker config entity (/config/brokers/<default>).
-	defaultBrokerEntity = "<default>"
 	// configChangeExpiry is Kafka's ZkNodeChangeNotificationListener changeExpirationMs.
 	configChangeExpiry = 15 * time.Minute
 	// dynConfigRetry is the pause after a ZooKeeper error before the listener tries again.
@@ -125,13 +123,13 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 	var children []string
 	var watch <-chan zk.Event
 	err := retry(c, func() (err error) {
-		children, _, watch, err = c.conn.ChildrenW(c.p(pathConfigChanges))
+		children, _, watch, err = c.conn.ChildrenW(c.p(zkdata.PathConfigChanges))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("zkcoord: watch %s: %w", pathConfigChanges, err)
+		return nil, fmt.Errorf("zkcoord: watch %s: %w", zkdata.PathConfigChanges, err)
 	}
-	seqs := configChangeSeqs(children)
+	seqs := zkdata.ConfigChangeSeqs(children)
 
 	c.dyn.mu.Lock()
 	full := c.dyn.fullScan || l.lastSeq < 0
@@ -146,7 +144,7 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 				l.lastSeq = s
 			}
 			if _, ok := l.ctimes[s]; !ok {
-				if ok, st, err := c.exists(configChangePath(s)); err == nil && ok {
+				if ok, st, err := c.exists(zkdata.ConfigChangePath(s)); err == nil && ok {
 					l.ctimes[s] = st.Ctime
 				}
 			}
@@ -164,7 +162,7 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 			if s <= l.lastSeq {
 				continue
 			}
-			data, st, err := c.get(configChangePath(s))
+			data, st, err := c.get(zkdata.ConfigChangePath(s))
 			if errors.Is(err, zk.ErrNoNode) {
 				l.lastSeq = s
 				continue // purged meanwhile
@@ -174,9 +172,9 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 			}
 			l.ctimes[s] = st.Ctime
 			l.lastSeq = s
-			entity, err := decodeConfigChange(data)
+			entity, err := zkdata.DecodeConfigChange(data)
 			if err != nil {
-				c.log.WithFields(logrus.Fields{"notification": configChangePath(s)}).WithError(err).Warn("ignoring malformed config change notification")
+				c.log.WithFields(logrus.Fields{"notification": zkdata.ConfigChangePath(s)}).WithError(err).Warn("ignoring malformed config change notification")
 				continue
 			}
 			if !seen[entity] {
@@ -198,12 +196,12 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 // broker entity and every topic with a config znode.
 func (l *configChangeListener) deliverAll() error {
 	c := l.c
-	for _, name := range []string{defaultBrokerEntity, strconv.Itoa(int(c.cfg.BrokerID))} {
+	for _, name := range []string{zkdata.DefaultBrokerEntity, strconv.Itoa(int(c.cfg.BrokerID))} {
 		if err := l.deliverEntity("brokers/" + name); err != nil {
 			return err
 		}
 	}
-	topics, err := c.children(pathConfigTopics)
+	topics, err := c.children(zkdata.PathConfigTopics)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
@@ -223,10 +221,10 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 	kind, name, _ := strings.Cut(entity, "/")
 	var path string
 	switch {
-	case kind == "brokers" && (name == defaultBrokerEntity || name == strconv.Itoa(int(c.cfg.BrokerID))):
-		path = pathConfigBrokers + "/" + name
-	case kind == "topics" && validTopicName(name):
-		path = topicConfigPath(name)
+	case kind == "brokers" && (name == zkdata.DefaultBrokerEntity || name == strconv.Itoa(int(c.cfg.BrokerID))):
+		path = zkdata.PathConfigBrokers + "/" + name
+	case kind == "topics" && zkdata.ValidTopicName(name):
+		path = zkdata.TopicConfigPath(name)
 	default:
 		return nil
 	}
@@ -237,7 +235,7 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 	case err != nil:
 		return err
 	default:
-		if cfg, err = decodeConfig(data); err != nil {
+		if cfg, err = zkdata.DecodeConfig(data); err != nil {
 			c.log.WithFields(logrus.Fields{"path": path}).WithError(err).Warn("ignoring undecodable config znode")
 			return nil
 		}
@@ -272,61 +270,11 @@ func (l *configChangeListener) purge(present []int64) {
 		if s > l.lastSeq || ctime >= cutoff {
 			continue
 		}
-		err := retry(c, func() error { return c.conn.Delete(c.p(configChangePath(s)), -1) })
+		err := retry(c, func() error { return c.conn.Delete(c.p(zkdata.ConfigChangePath(s)), -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			c.log.WithField("notification", configChangePath(s)).WithError(err).Debug("purging config change notification failed")
+			c.log.WithField("notification", zkdata.ConfigChangePath(s)).WithError(err).Debug("purging config change notification failed")
 			continue
 		}
 		delete(l.ctimes, s)
-	}
-}
-
-func configChangePath(seq int64) string {
-	return fmt.Sprintf("%s/%s%010d", pathConfigChanges, configChangePrefix, seq)
-}
-
-// configChangeSeqs returns the sequence numbers of the config_change_<seq> children, sorted.
-func configChangeSeqs(children []string) []int64 {
-	out := make([]int64, 0, len(children))
-	for _, ch := range children {
-		rest, ok := strings.CutPrefix(ch, configChangePrefix)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil || n < 0 {
-			continue
-		}
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// decodeConfigChange parses a notification: version 2 {"version":2,"entity_path":"topics/t"}
-// or the old version 1 {"version":1,"entity_type":"topics","entity_name":"t"}.
-func decodeConfigChange(data []byte) (string, error) {
-	var z struct {
-		Version    int32  `json:"version"`
-		EntityPath string `json:"entity_path"`
-		EntityType string `json:"entity_type"`
-		EntityName string `json:"entity_name"`
-	}
-	if err := json.Unmarshal(data, &z); err != nil {
-		return "", err
-	}
-	switch z.Version {
-	case 1:
-		if z.EntityType == "" || z.EntityName == "" {
-			return "", errors.New("version 1 notification without entity_type/entity_name")
-		}
-		return z.EntityType + "/" + z.EntityName, nil
-	case 2:
-		if !strings.Contains(z.EntityPath, "/") {
-			return "", fmt.Errorf("invalid entity_path %q", z.EntityPath)
-		}
-		return z.EntityPath, nil
-	default:
-		return "", fmt.Errorf("unsupported notification version %d", z.Version)
 	}
 }

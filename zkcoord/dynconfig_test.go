@@ -2,6 +2,7 @@ package zkcoord
 
 import (
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"maps"
 	"sync"
 	"testing"
@@ -58,7 +59,7 @@ func TestDynamicConfigListener(t *testing.T) {
 		map[string]map[int32][]int32{"t": {0: {1}}}, map[string]map[int32][]int32{"t": {0: {2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.alterConfig(pathConfigBrokers+"/"+defaultBrokerEntity, "brokers/"+defaultBrokerEntity, func(cfg map[string]string) {
+	if err := admin.alterConfig(zkdata.PathConfigBrokers+"/"+zkdata.DefaultBrokerEntity, "brokers/"+zkdata.DefaultBrokerEntity, func(cfg map[string]string) {
 		cfg[FollowerThrottledRate] = "5"
 	}); err != nil {
 		t.Fatal(err)
@@ -84,15 +85,15 @@ func TestDynamicConfigListener(t *testing.T) {
 
 	// Garbage notifications are skipped; the next good one is still processed.
 	for _, bad := range []string{"not json", `{"version":2,"entity_path":"nope"}`, `{"version":7}`} {
-		if _, err := admin.create(pathConfigChanges+"/"+configChangePrefix, []byte(bad), zk.FlagSequence); err != nil {
+		if _, err := admin.create(zkdata.PathConfigChanges+"/"+zkdata.ConfigChangePrefix, []byte(bad), zk.FlagSequence); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Version 1 notifications (entity_type/entity_name) are understood too.
-	if err := admin.writeRawConfig(topicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
+	if err := admin.writeRawConfig(zkdata.TopicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.create(pathConfigChanges+"/"+configChangePrefix, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
+	if _, err := admin.create(zkdata.PathConfigChanges+"/"+zkdata.ConfigChangePrefix, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "version 1 notification", func() bool {
@@ -131,17 +132,17 @@ func TestDecodeConfigChange(t *testing.T) {
 		`{"version":2,"entity_path":"brokers/<default>"}`:         "brokers/<default>",
 		`{"version":1,"entity_type":"brokers","entity_name":"3"}`: "brokers/3",
 	} {
-		got, err := decodeConfigChange([]byte(in))
+		got, err := zkdata.DecodeConfigChange([]byte(in))
 		if err != nil || got != want {
 			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{``, `[]`, `{"version":2}`, `{"version":1,"entity_type":"topics"}`, `{"version":3,"entity_path":"a/b"}`} {
-		if got, err := decodeConfigChange([]byte(in)); err == nil {
+		if got, err := zkdata.DecodeConfigChange([]byte(in)); err == nil {
 			t.Errorf("%q accepted as %q", in, got)
 		}
 	}
-	if got := configChangeSeqs([]string{"config_change_0000000010", "x", "config_change_0000000002", "config_change_-1", "config_change_zz"}); fmt.Sprint(got) != "[2 10]" {
+	if got := zkdata.ConfigChangeSeqs([]string{"config_change_0000000010", "x", "config_change_0000000002", "config_change_-1", "config_change_zz"}); fmt.Sprint(got) != "[2 10]" {
 		t.Errorf("seqs %v", got)
 	}
 }

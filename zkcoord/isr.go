@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 	"sort"
 	"sync"
@@ -20,11 +21,11 @@ import (
 // LeaderAndIsr with a fresh zkVersion. A success queues the partition for
 // /isr_change_notification (K5).
 func (c *Coordinator) UpdateLeaderAndIsr(topic string, partition int32, leader, leaderEpoch int32, isr []int32, controllerEpoch int32, zkVersion int32) (int32, error) {
-	if !validTopicName(topic) {
+	if !zkdata.ValidTopicName(topic) {
 		return 0, ErrUnknownTopic
 	}
-	path := partitionStatePath(topic, partition)
-	data := encodeState(leader, leaderEpoch, isr, controllerEpoch)
+	path := zkdata.PartitionStatePath(topic, partition)
+	data := zkdata.EncodeState(leader, leaderEpoch, isr, controllerEpoch)
 	st, err := c.set(path, data, zkVersion)
 	switch {
 	case err == nil:
@@ -35,7 +36,7 @@ func (c *Coordinator) UpdateLeaderAndIsr(topic string, partition int32, leader, 
 		if gerr != nil {
 			return 0, fmt.Errorf("%w: %v", ErrBadVersion, gerr)
 		}
-		ps, derr := decodeState(cur)
+		ps, derr := zkdata.DecodeState(cur)
 		if derr == nil && ps.Leader == leader && ps.LeaderEpoch == leaderEpoch &&
 			ps.ControllerEpoch == controllerEpoch && slices.Equal(ps.ISR, isr) {
 			c.isr.record(TopicPartition{Topic: topic, Partition: partition})
@@ -112,7 +113,7 @@ func (p *isrPropagator) maybePropagate(now time.Time) {
 		}
 		return tps[i].Partition < tps[j].Partition
 	})
-	if _, err := p.c.create(pathIsrChange+"/"+isrChangePrefix, encodeIsrChange(tps), zk.FlagSequence); err != nil {
+	if _, err := p.c.create(zkdata.PathIsrChange+"/"+zkdata.IsrChangePrefix, zkdata.EncodeIsrChange(tps), zk.FlagSequence); err != nil {
 		p.c.log.WithError(err).Warn("failed to write ISR change notification; will retry")
 		p.mu.Lock()
 		for _, tp := range tps {

@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func (c *Coordinator) RequestPreferredElection(ctx context.Context, tps []TopicP
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := c.create(pathPreferredReplicaElection, encodePreferredElection(tps), 0)
+	_, err := c.create(zkdata.PathPreferredReplicaElection, zkdata.EncodePreferredElection(tps), 0)
 	if errors.Is(err, zk.ErrNodeExists) {
 		return ErrPreferredElectionInProgress
 	}
@@ -56,7 +57,7 @@ func (c *Coordinator) RequestPreferredElection(ctx context.Context, tps []TopicP
 
 // PreferredElectionPending reports whether /admin/preferred_replica_election exists.
 func (c *Coordinator) PreferredElectionPending() (bool, error) {
-	ok, _, err := c.exists(pathPreferredReplicaElection)
+	ok, _, err := c.exists(zkdata.PathPreferredReplicaElection)
 	return ok, err
 }
 
@@ -69,7 +70,7 @@ func (c *Coordinator) WaitPreferredElectionDone(ctx context.Context) error {
 			wch <-chan zk.Event
 		)
 		err := retry(c, func() (err error) {
-			ok, _, wch, err = c.conn.ExistsW(c.p(pathPreferredReplicaElection))
+			ok, _, wch, err = c.conn.ExistsW(c.p(zkdata.PathPreferredReplicaElection))
 			return err
 		})
 		if err != nil {
@@ -174,7 +175,7 @@ type preferredSkips struct {
 
 func (ct *controller) loadPreferredSkips() (preferredSkips, error) {
 	skip := preferredSkips{deleting: map[string]bool{}}
-	ch, err := ct.c.children(pathDeleteTopics)
+	ch, err := ct.c.children(zkdata.PathDeleteTopics)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return skip, err
 	}
@@ -254,11 +255,11 @@ func (ct *controller) electPreferred(tps []TopicPartition, skip preferredSkips, 
 // (it fires on creation, data change and deletion) and returns the znode's data, nil when
 // it does not exist.
 func (ct *controller) watchPreferredElection() ([]byte, error) {
-	key := "exists:" + pathPreferredReplicaElection
+	key := "exists:" + zkdata.PathPreferredReplicaElection
 	if _, ok := ct.armed[key]; !ok {
 		var wch <-chan zk.Event
 		err := retry(ct.c, func() (err error) {
-			_, _, wch, err = ct.c.conn.ExistsW(ct.c.p(pathPreferredReplicaElection))
+			_, _, wch, err = ct.c.conn.ExistsW(ct.c.p(zkdata.PathPreferredReplicaElection))
 			return err
 		})
 		if err != nil {
@@ -266,7 +267,7 @@ func (ct *controller) watchPreferredElection() ([]byte, error) {
 		}
 		ct.arm(key, event{kind: evPreferredElection}, wch)
 	}
-	data, _, err := ct.c.get(pathPreferredReplicaElection)
+	data, _, err := ct.c.get(zkdata.PathPreferredReplicaElection)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -289,10 +290,10 @@ func (ct *controller) processPreferredElection() error {
 	if err != nil || data == nil {
 		return err
 	}
-	tps, derr := decodePreferredElection(data)
+	tps, derr := zkdata.DecodePreferredElection(data)
 	if derr != nil {
 		ct.log.WithError(derr).Warn("ignoring undecodable preferred replica election request")
-		return ct.deletePaths([]string{pathPreferredReplicaElection})
+		return ct.deletePaths([]string{zkdata.PathPreferredReplicaElection})
 	}
 	skip, err := ct.loadPreferredSkips()
 	if err != nil {
@@ -304,7 +305,7 @@ func (ct *controller) processPreferredElection() error {
 		return err
 	}
 	ct.log.WithField("requested", len(tps)).WithField("elected", len(moved)).Info("preferred replica election done")
-	return ct.deletePaths([]string{pathPreferredReplicaElection})
+	return ct.deletePaths([]string{zkdata.PathPreferredReplicaElection})
 }
 
 // preferredOnFailover is the preferred-election part of controller failover: register the

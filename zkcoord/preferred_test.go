@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"slices"
 	"testing"
@@ -46,18 +47,18 @@ func gaugeValue(reg metrics.Registry, name string) int64 {
 
 func TestDecodePreferredElection(t *testing.T) {
 	tps := []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 3}}
-	data := encodePreferredElection(tps)
+	data := zkdata.EncodePreferredElection(tps)
 	if string(data) != `{"version":1,"partitions":[{"topic":"a","partition":0},{"topic":"b","partition":3}]}` {
 		t.Fatalf("encoded %s", data)
 	}
-	got, err := decodePreferredElection(data)
+	got, err := zkdata.DecodePreferredElection(data)
 	if err != nil || !reflect.DeepEqual(got, tps) {
 		t.Fatalf("decoded %v %v", got, err)
 	}
 	for _, bad := range []string{``, `[]`, `{}`, `{"partitions":[{"topic":"a"}]}`, `{"partitions":[{"partition":1}]}`,
 		`{"partitions":[{"topic":"a","partition":-1}]}`, `{"partitions":[{"topic":"a","partition":0},{"topic":"a","partition":0}]}`,
 		`{"partitions":7}`} {
-		if _, err := decodePreferredElection([]byte(bad)); err == nil {
+		if _, err := zkdata.DecodePreferredElection([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -122,7 +123,7 @@ func TestK7_PreferredElection(t *testing.T) {
 
 	// Another request works once the first is done; an undecodable one is deleted.
 	raw := rawZK(t, tc.srv.Addr)
-	if _, err := raw.Create(pathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := raw.Create(zkdata.PathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	wctx2, cancel2 := context.WithTimeout(ctx, 15*time.Second)

@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 
 	"github.com/go-zookeeper/zk"
@@ -52,11 +53,11 @@ func (ct *controller) isReassigning(tp TopicPartition) bool {
 // its entries (nil when it does not exist). An undecodable znode is logged and deleted,
 // otherwise it would block every later reassignment.
 func (ct *controller) watchReassignZNode() ([]PartitionReassignment, error) {
-	key := "exists:" + pathReassignPartitions
+	key := "exists:" + zkdata.PathReassignPartitions
 	if _, ok := ct.armed[key]; !ok {
 		var wch <-chan zk.Event
 		err := retry(ct.c, func() (err error) {
-			_, _, wch, err = ct.c.conn.ExistsW(ct.c.p(pathReassignPartitions))
+			_, _, wch, err = ct.c.conn.ExistsW(ct.c.p(zkdata.PathReassignPartitions))
 			return err
 		})
 		if err != nil {
@@ -64,17 +65,17 @@ func (ct *controller) watchReassignZNode() ([]PartitionReassignment, error) {
 		}
 		ct.arm(key, event{kind: evReassignPartitions}, wch)
 	}
-	data, _, err := ct.c.get(pathReassignPartitions)
+	data, _, err := ct.c.get(zkdata.PathReassignPartitions)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	parts, derr := DecodeReassignment(data)
+	parts, derr := zkdata.DecodeReassignment(data)
 	if derr != nil {
 		ct.log.WithError(derr).Error("undecodable /admin/reassign_partitions; deleting it")
-		return nil, ct.deletePaths([]string{pathReassignPartitions})
+		return nil, ct.deletePaths([]string{zkdata.PathReassignPartitions})
 	}
 	return parts, nil
 }
@@ -153,7 +154,7 @@ func (ct *controller) invalidReassignment(tp TopicPartition, target []int32) str
 // watchReassignState (re-)arms the data watch on tp's state znode and refreshes the cached
 // state from it.
 func (ct *controller) watchReassignState(tp TopicPartition) error {
-	path := partitionStatePath(tp.Topic, tp.Partition)
+	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
 	key := "data:" + path
 	if _, ok := ct.armed[key]; ok {
 		return ct.loadState(tp)
@@ -288,7 +289,7 @@ func (ct *controller) onPartitionReassignment(tp TopicPartition) error {
 		}
 		leader := cur.leader
 		if slices.Contains(old, leader) {
-			leader = noLeader
+			leader = zkdata.NoLeader
 		}
 		return leaderIsr{leader: leader, leaderEpoch: cur.leaderEpoch + 1, isr: isr, controllerEpoch: ct.epoch}, true, false
 	}
@@ -350,16 +351,16 @@ func (ct *controller) reassignElection(target []int32) func(TopicPartition, lead
 // writeAssignment sets tp's replicas in /brokers/topics/<t> (fenced) and in memory. The
 // other partitions are taken from ZooKeeper, so a concurrent partition addition survives.
 func (ct *controller) writeAssignment(tp TopicPartition, replicas []int32) error {
-	data, st, err := ct.c.get(topicPath(tp.Topic))
+	data, st, err := ct.c.get(zkdata.TopicPath(tp.Topic))
 	if err != nil {
 		return err
 	}
-	a, err := decodeTopic(tp.Topic, data)
+	a, err := zkdata.DecodeTopic(tp.Topic, data)
 	if err != nil {
 		return err
 	}
 	a[tp.Partition] = slices.Clone(replicas)
-	if _, err := ct.fencedMulti(&zk.SetDataRequest{Path: ct.c.p(topicPath(tp.Topic)), Data: encodeTopic(a), Version: st.Version}); err != nil {
+	if _, err := ct.fencedMulti(&zk.SetDataRequest{Path: ct.c.p(zkdata.TopicPath(tp.Topic)), Data: zkdata.EncodeTopic(a), Version: st.Version}); err != nil {
 		return err
 	}
 	if ct.assignments[tp.Topic] == nil {
@@ -373,14 +374,14 @@ func (ct *controller) writeAssignment(tp TopicPartition, replicas []int32) error
 // compare-and-set, deleting the znode when nothing is left (step 11).
 func (ct *controller) removeFromReassignZNode(tps []TopicPartition) error {
 	for attempt := 0; attempt < 10; attempt++ {
-		data, st, err := ct.c.get(pathReassignPartitions)
+		data, st, err := ct.c.get(zkdata.PathReassignPartitions)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		parts, derr := DecodeReassignment(data)
+		parts, derr := zkdata.DecodeReassignment(data)
 		if derr != nil {
 			parts = nil
 		}
@@ -389,9 +390,9 @@ func (ct *controller) removeFromReassignZNode(tps []TopicPartition) error {
 		})
 		var op interface{}
 		if len(left) == 0 {
-			op = &zk.DeleteRequest{Path: ct.c.p(pathReassignPartitions), Version: st.Version}
+			op = &zk.DeleteRequest{Path: ct.c.p(zkdata.PathReassignPartitions), Version: st.Version}
 		} else {
-			op = &zk.SetDataRequest{Path: ct.c.p(pathReassignPartitions), Data: EncodeReassignment(left), Version: st.Version}
+			op = &zk.SetDataRequest{Path: ct.c.p(zkdata.PathReassignPartitions), Data: zkdata.EncodeReassignment(left), Version: st.Version}
 		}
 		_, err = ct.fencedMulti(op)
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
@@ -399,13 +400,13 @@ func (ct *controller) removeFromReassignZNode(tps []TopicPartition) error {
 		}
 		return err
 	}
-	return fmt.Errorf("zkcoord: %s keeps changing", pathReassignPartitions)
+	return fmt.Errorf("zkcoord: %s keeps changing", zkdata.PathReassignPartitions)
 }
 
 // stopReassigning forgets tp's reassignment and drops its state watch.
 func (ct *controller) stopReassigning(tp TopicPartition) {
 	delete(ct.reassigning, tp)
-	delete(ct.armed, "data:"+partitionStatePath(tp.Topic, tp.Partition))
+	delete(ct.armed, "data:"+zkdata.PartitionStatePath(tp.Topic, tp.Partition))
 }
 
 // forgetReassignments drops the reassignments of a deleted topic, in memory and (best

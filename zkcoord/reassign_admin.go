@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 	"sort"
 	"strconv"
@@ -30,16 +32,16 @@ const (
 // ReassignmentInProgress returns the entries of /admin/reassign_partitions and whether the
 // znode exists.
 func (c *Coordinator) ReassignmentInProgress() ([]PartitionReassignment, bool, error) {
-	data, _, err := c.get(pathReassignPartitions)
+	data, _, err := c.get(zkdata.PathReassignPartitions)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	parts, err := DecodeReassignment(data)
+	parts, err := zkdata.DecodeReassignment(data)
 	if err != nil {
-		return nil, true, fmt.Errorf("zkcoord: %s: %w", pathReassignPartitions, err)
+		return nil, true, fmt.Errorf("zkcoord: %s: %w", zkdata.PathReassignPartitions, err)
 	}
 	return parts, true, nil
 }
@@ -124,7 +126,7 @@ func (c *Coordinator) CurrentAssignment(parts []PartitionReassignment) ([]Partit
 // /admin/reassign_partitions; the controller's watch starts the moves. It fails with
 // ErrReassignmentInProgress when the znode exists.
 func (c *Coordinator) StartReassignment(ctx context.Context, parts []PartitionReassignment) error {
-	if ok, _, err := c.exists(pathReassignPartitions); err != nil {
+	if ok, _, err := c.exists(zkdata.PathReassignPartitions); err != nil {
 		return err
 	} else if ok {
 		return ErrReassignmentInProgress
@@ -135,7 +137,7 @@ func (c *Coordinator) StartReassignment(ctx context.Context, parts []PartitionRe
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := c.create(pathReassignPartitions, EncodeReassignment(parts), 0); err != nil {
+	if _, err := c.create(zkdata.PathReassignPartitions, zkdata.EncodeReassignment(parts), 0); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return ErrReassignmentInProgress
 		}
@@ -147,14 +149,14 @@ func (c *Coordinator) StartReassignment(ctx context.Context, parts []PartitionRe
 
 // BrokerConfig returns the "config" map of /config/brokers/<id> (empty when absent).
 func (c *Coordinator) BrokerConfig(id int32) (map[string]string, error) {
-	data, _, err := c.get(brokerConfigPath(id))
+	data, _, err := c.get(zkdata.BrokerConfigPath(id))
 	if errors.Is(err, zk.ErrNoNode) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return decodeConfig(data)
+	return zkdata.DecodeConfig(data)
 }
 
 // alterConfig applies edit to the config znode at path (created when missing) with a
@@ -170,7 +172,7 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 		}
 		cfg := map[string]string{}
 		if exists {
-			if cfg, err = decodeConfig(data); err != nil {
+			if cfg, err = zkdata.DecodeConfig(data); err != nil {
 				return err
 			}
 		}
@@ -180,9 +182,9 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 			return nil
 		}
 		if exists {
-			_, err = c.set(path, encodeConfig(cfg), st.Version)
+			_, err = c.set(path, zkdata.EncodeConfig(cfg), st.Version)
 		} else {
-			_, err = c.create(path, encodeConfig(cfg), 0)
+			_, err = c.create(path, zkdata.EncodeConfig(cfg), 0)
 		}
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -190,7 +192,7 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 		if err != nil {
 			return err
 		}
-		_, err = c.create(pathConfigChanges+"/"+configChangePrefix, encodeConfigChange(entity), zk.FlagSequence)
+		_, err = c.create(zkdata.PathConfigChanges+"/"+zkdata.ConfigChangePrefix, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
 		return err
 	}
 	return fmt.Errorf("zkcoord: %s keeps changing", path)
@@ -200,7 +202,7 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 func FormatThrottledReplicas(m map[int32][]int32) string {
 	var s []string
 	for _, p := range sortedPartitions(m) {
-		for _, b := range sortedInt32(m[p]) {
+		for _, b := range sorted.Int32s(m[p]) {
 			s = append(s, strconv.Itoa(int(p))+":"+strconv.Itoa(int(b)))
 		}
 	}
@@ -217,8 +219,8 @@ func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leade
 		return fmt.Errorf("zkcoord: throttle must be positive, got %d", rate)
 	}
 	v := strconv.FormatInt(rate, 10)
-	for _, id := range sortedInt32(brokers) {
-		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+	for _, id := range sorted.Int32s(brokers) {
+		err := c.alterConfig(zkdata.BrokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
 			cfg[LeaderThrottledRate] = v
 			cfg[FollowerThrottledRate] = v
 		})
@@ -239,11 +241,11 @@ func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leade
 	}
 	sort.Strings(names)
 	for _, t := range names {
-		if !validTopicName(t) {
+		if !zkdata.ValidTopicName(t) {
 			return fmt.Errorf("%w: %q", ErrUnknownTopic, t)
 		}
 		l, f := FormatThrottledReplicas(leaderReplicas[t]), FormatThrottledReplicas(followerReplicas[t])
-		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+		err := c.alterConfig(zkdata.TopicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
 			setOrDelete(cfg, LeaderThrottledReplicas, l)
 			setOrDelete(cfg, FollowerThrottledReplicas, f)
 		})
@@ -273,7 +275,7 @@ func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
 	for _, id := range live {
 		ids[id] = true
 	}
-	ch, err := c.children(pathConfigBrokers)
+	ch, err := c.children(zkdata.PathConfigBrokers)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return false, err
 	}
@@ -284,7 +286,7 @@ func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
 	}
 	removed := false
 	for _, id := range sortedKeys(ids) {
-		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+		err := c.alterConfig(zkdata.BrokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
 			for _, k := range []string{LeaderThrottledRate, FollowerThrottledRate} {
 				if _, ok := cfg[k]; ok {
 					delete(cfg, k)
@@ -297,15 +299,15 @@ func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
 		}
 	}
 	for _, t := range topics {
-		if !validTopicName(t) {
+		if !zkdata.ValidTopicName(t) {
 			continue
 		}
-		if ok, _, err := c.exists(topicConfigPath(t)); err != nil {
+		if ok, _, err := c.exists(zkdata.TopicConfigPath(t)); err != nil {
 			return removed, err
 		} else if !ok {
 			continue
 		}
-		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+		err := c.alterConfig(zkdata.TopicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
 			for _, k := range []string{LeaderThrottledReplicas, FollowerThrottledReplicas} {
 				if _, ok := cfg[k]; ok {
 					delete(cfg, k)

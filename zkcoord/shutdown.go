@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 )
 
@@ -159,14 +160,14 @@ func (ct *controller) controlledShutdownState(tp TopicPartition, cur leaderIsr) 
 	if !ct.shuttingDown[cur.leader] {
 		return cur, false, false // moved meanwhile (a re-read after BADVERSION)
 	}
-	leader := int32(noLeader)
+	leader := int32(zkdata.NoLeader)
 	for _, r := range ct.replicas(tp) {
 		if ct.isLive(r) && !ct.shuttingDown[r] && slices.Contains(cur.isr, r) {
 			leader = r
 			break
 		}
 	}
-	if leader == noLeader {
+	if leader == zkdata.NoLeader {
 		return cur, false, false
 	}
 	isr := slices.DeleteFunc(slices.Clone(cur.isr), func(r int32) bool { return ct.shuttingDown[r] })
@@ -186,7 +187,7 @@ func (ct *controller) offlineReplicaState(id int32, cur leaderIsr) (leaderIsr, b
 	}
 	leader := cur.leader
 	if leader == id {
-		leader = noLeader
+		leader = zkdata.NoLeader
 	}
 	return leaderIsr{leader: leader, leaderEpoch: cur.leaderEpoch + 1, isr: isr, controllerEpoch: ct.epoch}, true, false
 }

@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "ISR change notification processed", func() bool {
-		ch, err := c1.children(pathIsrChange)
+		ch, err := c1.children(zkdata.PathIsrChange)
 		return err == nil && len(ch) == 0 && c2.isr.pendingLen() == 0
 	})
 	only, _ = c1.PartitionState("only", 0)

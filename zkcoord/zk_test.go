@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"sort"
 	"strconv"
@@ -51,7 +52,7 @@ func TestZnodeJSON(t *testing.T) {
 	c := connectT(t, cfg)
 	epoch := mustStart(t, c)
 
-	for _, p := range persistentPaths {
+	for _, p := range zkdata.PersistentPaths {
 		if ok, _, err := raw.Exists("/kafka/x" + p); err != nil || !ok {
 			t.Fatalf("persistent path %s missing: %v", p, err)
 		}
@@ -208,7 +209,7 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 	}
 	defer old.Close()
 	waitFor(t, 10*time.Second, "old session", func() bool { return old.State() == zk.StateHasSession })
-	if _, err := old.Create("/brokers/ids/5", encodeBroker(nil, ""), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := old.Create("/brokers/ids/5", zkdata.EncodeBroker(nil, ""), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	d.setCut(true) // the old process is "killed": its session expires after ~2 s
@@ -324,7 +325,7 @@ func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 		}) != nil
 	})
 	waitFor(t, 10*time.Second, "notifications deleted", func() bool {
-		ch, err := c.children(pathIsrChange)
+		ch, err := c.children(zkdata.PathIsrChange)
 		return err == nil && len(ch) == 0
 	})
 	// A retried write with the same data but the old zkVersion counts as success.
@@ -378,7 +379,7 @@ func TestCreateTopicErrors(t *testing.T) {
 	if err != nil || len(a) != 3 {
 		t.Fatalf("validateOnly: %v %v", a, err)
 	}
-	if ok, _, _ := c.exists(topicPath("v")); ok {
+	if ok, _, _ := c.exists(zkdata.TopicPath("v")); ok {
 		t.Fatal("validateOnly wrote the topic")
 	}
 	got, err := c.TopicAssignment("ok")
