@@ -35,3 +35,13 @@ func TPs(s []logstore.TopicPartition) {
 		return cmp.Compare(a.Partition, b.Partition)
 	})
 }
+
+// TPKeys returns the keys of m sorted by topic, then partition.
+func TPKeys[V any](m map[logstore.TopicPartition]V) []logstore.TopicPartition {
+	out := make([]logstore.TopicPartition, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	TPs(out)
+	return out
+}
