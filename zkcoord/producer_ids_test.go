@@ -68,15 +68,3 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 		t.Fatalf("znode after 11 blocks = %v", m)
 	}
 }
-
-func TestDecodeProducerIDBlockMalformed(t *testing.T) {
-	for _, in := range []string{`{`, `{"version":2,"block_start":"0","block_end":"1"}`, `{"version":1,"block_start":0,"block_end":"1"}`,
-		`{"version":1,"block_start":"x","block_end":"1"}`, `{"version":1,"block_start":"5","block_end":"1"}`} {
-		if _, _, err := zkdata.DecodeProducerIDBlock([]byte(in)); err == nil {
-			t.Errorf("%s: no error", in)
-		}
-	}
-	if s, e, err := zkdata.DecodeProducerIDBlock(nil); err != nil || s != -1 || e != -1 {
-		t.Errorf("empty: %d %d %v", s, e, err)
-	}
-}

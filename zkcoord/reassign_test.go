@@ -2,12 +2,10 @@ package zkcoord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -283,7 +281,7 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "undecodable znode removed", func() bool {
-		ok, _, err := c1.exists(zkdata.PathReassignPartitions)
+		ok, _, err := c1.zk.Exists(zkdata.PathReassignPartitions)
 		return err == nil && !ok
 	})
 }
@@ -330,36 +328,4 @@ func TestReassignmentResumesAfterControllerFailover(t *testing.T) {
 		flags := stopReplicasFor(rc.fbs[2], "f")
 		return len(flags) >= 2 && !flags[len(flags)-2] && flags[len(flags)-1]
 	})
-}
-
-// TestReassignmentJSON: Kafka's file format round-trips; errors name the field.
-func TestReassignmentJSON(t *testing.T) {
-	in := `{"version":1,"partitions":[{"topic":"b","partition":1,"replicas":[3,1]},{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`
-	parts, err := zkdata.DecodeReassignment([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any","any"]},{"topic":"b","partition":1,"replicas":[3,1],"log_dirs":["any","any"]}]}`
-	if got := string(zkdata.EncodeReassignment(parts)); got != want {
-		t.Fatalf("encode:\n got %s\nwant %s", got, want)
-	}
-	for doc, field := range map[string]string{
-		`{"version":1}`: "partitions",
-		`{"version":1,"partitions":[{"partition":0,"replicas":[1]}]}`:                           "partitions[0].topic",
-		`{"version":1,"partitions":[{"topic":"a","replicas":[1]}]}`:                             "partitions[0].partition",
-		`{"version":1,"partitions":[{"topic":"a","partition":0}]}`:                              "partitions[0].replicas",
-		`{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1],"log_dirs":[]}]}`: "partitions[0].log_dirs",
-		`{"version":2,"partitions":[]}`:                                                         "version",
-	} {
-		_, err := zkdata.DecodeReassignment([]byte(doc))
-		var fe *ReassignmentFieldError
-		if !errors.As(err, &fe) || fe.Field != field {
-			t.Fatalf("%s: %v, want field %s", doc, err, field)
-		}
-	}
-	_, err = zkdata.DecodeReassignment([]byte(`{"version":1,"partitions":[{"topic":"a","partition":"x"}]}`))
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) || !strings.Contains(te.Field, "partition") {
-		t.Fatalf("type error: %v", err)
-	}
 }

@@ -140,9 +140,12 @@ func (ct *Controller) Expire() { ct.q.ClearAndPut(event{kind: evExpire}) }
 
 func (ct *Controller) enqueue(ev event) { ct.q.Put(ev) }
 
+// closed reports whether Close was called or the ZooKeeper connection is closed.
 func (ct *Controller) closed() bool {
 	select {
 	case <-ct.done:
+		return true
+	case <-ct.conn.Done():
 		return true
 	default:
 		return false
