@@ -140,7 +140,7 @@ func (ct *Controller) onBrokerFailure(deadIDs []int32, b *requestBatch) error {
 			affected = append(affected, tp)
 		}
 	}
-	if err := ct.psm.elect(affected, b, ct.offlineStrategy, ct.ctx.liveReplicas); err != nil {
+	if err := ct.psm.elect(affected, b, ct.psm.offlineStrategy, ct.ctx.liveReplicas); err != nil {
 		return err
 	}
 	ct.rsm.handleStateChanges(offline, OfflineReplica, b)

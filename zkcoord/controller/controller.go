@@ -191,7 +191,7 @@ func (ct *Controller) handle(ev event) {
 		}
 		return
 	case evControlledShutdown:
-		ct.onControlledShutdown(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
+		shutdownHandler{ct}.onRequest(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
 		return
 	}
 	if !ct.active.Load() {

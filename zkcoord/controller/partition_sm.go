@@ -136,7 +136,7 @@ func (m *partitionStateMachine) triggerOnlineStateChange(b *requestBatch) error 
 	if err := m.initializeLeaderAndIsr(fresh, b); err != nil {
 		return err
 	}
-	return m.elect(offline, b, ct.offlineStrategy, ct.ctx.liveReplicas)
+	return m.elect(offline, b, m.offlineStrategy, ct.ctx.liveReplicas)
 }
 
 // initializeLeaderAndIsr is NewPartition → OnlinePartition: leader = first live replica in
@@ -209,7 +209,8 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 }
 
 // offlineStrategy is the OfflinePartition election for tp (unclean when the topic allows it).
-func (ct *Controller) offlineStrategy(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
+func (m *partitionStateMachine) offlineStrategy(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
+	ct := m.ct
 	return offlineElection(ct.ctx.replicas(tp), cur, ct.ctx, func() bool { return ct.zk.uncleanAllowed(tp.Topic) })
 }
 

@@ -60,9 +60,13 @@ func (ct *Controller) ControlledShutdown(ctx context.Context, brokerID int32, br
 	}
 }
 
-// onControlledShutdown runs on the controller goroutine. It always answers the waiting
+// shutdownHandler is the controller side of controlled shutdown.
+type shutdownHandler struct{ ct *Controller }
+
+// onRequest runs on the controller goroutine. It always answers the waiting
 // handler, even when processing panics (handle's recover then resigns).
-func (ct *Controller) onControlledShutdown(req *shutdownReq) {
+func (h shutdownHandler) onRequest(req *shutdownReq) {
+	ct := h.ct
 	if req == nil {
 		return
 	}
@@ -72,7 +76,7 @@ func (ct *Controller) onControlledShutdown(req *shutdownReq) {
 		res.err = ErrNotController
 		return
 	}
-	remaining, err := ct.processControlledShutdown(req.brokerID, req.brokerEpoch)
+	remaining, err := h.process(req.brokerID, req.brokerEpoch)
 	switch {
 	case err == nil, errors.Is(err, ErrBrokerNotAvailable), errors.Is(err, ErrStaleBrokerEpoch):
 		res = shutdownResult{remaining: remaining, err: err}
@@ -85,8 +89,9 @@ func (ct *Controller) onControlledShutdown(req *shutdownReq) {
 	}
 }
 
-// processControlledShutdown is KafkaController.doControlledShutdown.
-func (ct *Controller) processControlledShutdown(id int32, brokerEpoch int64) ([]TopicPartition, error) {
+// process is KafkaController.doControlledShutdown.
+func (h shutdownHandler) process(id int32, brokerEpoch int64) ([]TopicPartition, error) {
+	ct := h.ct
 	l := ct.log.WithField("shuttingDownBroker", id)
 	bi, ok := ct.ctx.live[id]
 	if !ok {
