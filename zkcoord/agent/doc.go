@@ -2,7 +2,8 @@
 // and the controller: the registration of /brokers/ids/<id> with its re-registration after a
 // session expiry (Registrar), the partition leader's own ISR write and the batched
 // /isr_change_notification propagation (IsrWriter, K3/K5), the dynamic config listener on
-// /config/changes (ConfigListener), and the producer-id block allocation (ProducerIDs). Each
+// /config/changes (ConfigListener), the producer-id block allocation (ProducerIDs), and the
+// client side of controlled shutdown (ControlledShutdown, K7). Each
 // owns only its own state and reaches ZooKeeper through zkcoord/zkclient.Conn with the paths
 // and JSON of zkcoord/zkdata.
 package agent
