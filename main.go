@@ -318,7 +318,6 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ReplicaFetchResponseMaxBytes:    cfg.ReplicaFetchResponseMaxBytes,
 		ReplicaFetchBackoff:             cfg.ReplicaFetchBackoff,
 		ReplicaSocketTimeout:            cfg.ReplicaSocketTimeout,
-		RequestTimeout:                  cfg.RequestTimeout,
 		UncleanLeaderElection:           cfg.UncleanLeaderElectionEnable,
 		LocalAddr:                       cfg.LocalAddress, // isrbroker.local.address: replica fetchers
 		LogDefaults:                     logCfg,
@@ -336,7 +335,6 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ClusterID:                b.zk.ClusterID(),
 		Listeners:                listeners,
 		SocketRequestMaxBytes:    cfg.SocketRequestMaxBytes,
-		MessageMaxBytes:          cfg.MessageMaxBytes,
 		AutoCreateTopics:         cfg.AutoCreateTopicsEnable,
 		NumPartitions:            cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,

@@ -24,7 +24,8 @@ import (
 //     carries session_id 0, which tells clients sessions are off. session_epoch > 0 names a
 //     session we cannot have → FETCH_SESSION_ID_NOT_FOUND top-level.
 //   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
-//     transactions.
+//     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
+//     LSO, which is the HW, as READ_UNCOMMITTED does.
 //   - Record bytes go to BytesOutPerSec for consumers and ReplicationBytesOutPerSec for
 //     followers.
 //
@@ -43,11 +44,10 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		return
 	}
 	params := rm.FetchParams{
-		ReplicaID:      req.ReplicaID,
-		MaxWait:        time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
-		MinBytes:       req.MinBytes,
-		MaxBytes:       req.MaxBytes,
-		IsolationLevel: req.IsolationLevel,
+		ReplicaID: req.ReplicaID,
+		MaxWait:   time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
+		MinBytes:  req.MinBytes,
+		MaxBytes:  req.MaxBytes,
 	}
 	if params.MaxBytes <= 0 {
 		params.MaxBytes = math.MaxInt32

@@ -38,16 +38,14 @@ func handleLeaderAndIsr(s *Server, r *request, kreq kmsg.Request) {
 	}
 	add := func(topic string, p *kmsg.LeaderAndISRRequestTopicPartition) {
 		in.Partitions = append(in.Partitions, rm.PartitionState{
-			TopicPartition:   tp(topic, p.Partition),
-			ControllerEpoch:  p.ControllerEpoch,
-			Leader:           p.Leader,
-			LeaderEpoch:      p.LeaderEpoch,
-			ISR:              p.ISR,
-			ZkVersion:        p.ZKVersion,
-			Replicas:         p.Replicas,
-			AddingReplicas:   p.AddingReplicas,
-			RemovingReplicas: p.RemovingReplicas,
-			IsNew:            p.IsNew,
+			TopicPartition:  tp(topic, p.Partition),
+			ControllerEpoch: p.ControllerEpoch,
+			Leader:          p.Leader,
+			LeaderEpoch:     p.LeaderEpoch,
+			ISR:             p.ISR,
+			ZkVersion:       p.ZKVersion,
+			Replicas:        p.Replicas,
+			IsNew:           p.IsNew,
 		})
 	}
 	for i := range req.PartitionStates {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -26,8 +27,10 @@ import (
 //     went round), or the timeout → REQUEST_TIMED_OUT for the topics still waiting.
 //   - v5+ answers num_partitions and replication_factor of the created topic.
 //
-// Deviations: per-topic configs are passed to the coordinator unchecked; v5+ does not
-// return the topic's configs (null).
+//   - Per-topic configs are checked against configdef's topic keys: an unknown key, a bad
+//     value or an unsupported non-default value → INVALID_CONFIG naming the key.
+//
+// Deviations: v5+ does not return the topic's configs (null).
 
 func init() { regKey(kmsg.CreateTopics, 0, 6, handleCreateTopics) }
 
@@ -173,6 +176,9 @@ func topicSpec(s *Server, version int16, t *kmsg.CreateTopicsRequestTopic) (zkco
 				return spec, kerr.InvalidRequest.Code, "null value for config " + c.Name
 			}
 			spec.Configs[c.Name] = *c.Value
+		}
+		if err := configdef.ValidateTopicConfigs(spec.Configs); err != nil {
+			return spec, kerr.InvalidConfig.Code, err.Error()
 		}
 	}
 	return spec, 0, ""

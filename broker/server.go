@@ -30,7 +30,6 @@ type Config struct {
 	ClusterID                string
 	Listeners                []Listener
 	SocketRequestMaxBytes    int32 // socket.request.max.bytes (104857600)
-	MessageMaxBytes          int32 // message.max.bytes, for information (the log enforces it)
 	AutoCreateTopics         bool  // auto.create.topics.enable
 	NumPartitions            int32 // num.partitions
 	DefaultReplicationFactor int16 // default.replication.factor

@@ -165,6 +165,14 @@ func (l *memLog) endOffsetForEpoch(epoch int32) (int32, int64) {
 
 func (l *memLog) truncateTo(off int64) {
 	if off >= l.leo {
+		// as logstore.Log.TruncateTo: the log stays, epoch entries from the LEO on go (KAFKA-10706)
+		es := l.epochs[:0]
+		for _, e := range l.epochs {
+			if e.start < l.leo {
+				es = append(es, e)
+			}
+		}
+		l.epochs = es
 		return
 	}
 	keep := l.batches[:0]

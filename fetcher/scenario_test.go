@@ -466,3 +466,33 @@ func TestNotFollowerBacksOff(t *testing.T) {
 func (c *cluster) follow2(x TopicPartition) {
 	c.mgr.AddFetcherForPartitions(map[TopicPartition]InitialFetchState{x: {Leader: ep(1), InitOffset: 0}})
 }
+
+// KAFKA-10706 (issue 11's stuck truncation): the follower led epoch 3 without writing, so its
+// cache ends with 3@5 at its LEO; the leader (epoch 4) answers epoch 2, which the follower lacks,
+// ending at 8. The follower truncates to its LEO (dropping 3@5), asks again about epoch 1 and
+// then fetches, instead of backing off and asking about epoch 3 forever.
+func TestK1_KAFKA10706_LeaderThatWroteNothingFollowsAgain(t *testing.T) {
+	c := newCluster(t, Config{}, 1)
+	x := tp("t", 0)
+	ll := &memLog{}
+	ll.appendLeader(1, "a", "b", "c", "d", "e")
+	ll.appendLeader(2, "f", "g", "h")
+	ll.hw = ll.leo
+	c.leaders[1].lead(x, 4, ll)
+	fl := c.local.log(x)
+	fl.appendLeader(1, "a", "b", "c", "d", "e")
+	fl.assignEpoch(3, fl.leo) // became leader in epoch 3, wrote nothing
+	fl.hw = 5
+	c.follow(x, 1, 4)
+	c.waitInSync(x, 1)
+	asked := []int32{}
+	for _, r := range c.leaders[1].epochLog() {
+		asked = append(asked, r.LeaderEpoch)
+	}
+	if !slices.Equal(asked, []int32{3, 1}) {
+		t.Fatalf("OffsetForLeaderEpoch asked about epochs %v, want [3 1]", asked)
+	}
+	if _, _, leo, _ := c.local.snapshot(x); leo != 8 {
+		t.Fatalf("follower LEO %d, want 8", leo)
+	}
+}

@@ -52,6 +52,7 @@ type PartitionFetchState struct {
 type sentState struct {
 	fetchOffset int64
 	leaderEpoch int32
+	askedEpoch  int32 // OffsetForLeaderEpoch: the local latest epoch asked about
 }
 
 // fetcherThread is one "ReplicaFetcherThread-<fetcherId>-<leaderId>" goroutine (S17).
@@ -385,7 +386,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 			s.fetchOffset, s.phase = leo, phaseFetching
 			continue
 		}
-		sent[tp] = sentState{fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch}
+		sent[tp] = sentState{fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch, askedEpoch: epoch}
 		i, ok := topics[tp.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -433,7 +434,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 			if s == nil {
 				continue // removed, re-added or moved on meanwhile: drop the reply
 			}
-			t.applyEpochEndOffsetLocked(tp, s, rp)
+			t.applyEpochEndOffsetLocked(tp, s, ss.askedEpoch, rp)
 		}
 	}
 	for tp, ss := range sent {
@@ -448,8 +449,8 @@ func (t *fetcherThread) maybeTruncate() bool {
 }
 
 // applyEpochEndOffsetLocked applies a leader's OffsetForLeaderEpoch answer to one partition
-// (kafka-zk-reference §4 getOffsetTruncationState).
-func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitionState, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+// (kafka-zk-reference §4 getOffsetTruncationState): PlanTruncation decides, this carries it out.
+func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitionState, asked int32, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.FencedLeaderEpoch.Code:
@@ -465,46 +466,35 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 		t.localErrorLocked(tp, s, "LogEndOffset", err)
 		return
 	}
-	var target int64
-	done := true
-	switch {
-	case rp.EndOffset < 0:
-		// The leader knows no end offset: fall back to the initial offset (the HW).
-		target = s.fetchOffset
-	case rp.LeaderEpoch < 0:
-		target = min(rp.EndOffset, leo)
-	default:
-		foundEpoch, followerEnd, err := t.local.EndOffsetForEpoch(tp, rp.LeaderEpoch)
+	in := TruncationInput{
+		AskedEpoch: asked,
+		Leader:     EpochEndOffset{LeaderEpoch: rp.LeaderEpoch, EndOffset: rp.EndOffset},
+		Local:      EpochEndOffset{LeaderEpoch: -1, EndOffset: -1},
+		LEO:        leo,
+		InitOffset: s.fetchOffset,
+	}
+	if rp.EndOffset >= 0 && rp.LeaderEpoch >= 0 {
+		found, end, err := t.local.EndOffsetForEpoch(tp, rp.LeaderEpoch)
 		if err != nil {
 			t.localErrorLocked(tp, s, "EndOffsetForEpoch", err)
 			return
 		}
-		switch {
-		case foundEpoch < 0 || followerEnd < 0:
-			// We have no epoch <= the leader's: its answer is below everything we track.
-			target = min(rp.EndOffset, leo)
-		case foundEpoch != rp.LeaderEpoch:
-			// KIP-279: we do not know the leader's epoch. Cut back to the end of our largest
-			// smaller epoch and ask again with that epoch.
-			target, done = min(followerEnd, leo), false
-		default:
-			target = min(followerEnd, rp.EndOffset, leo)
-		}
+		in.Local = EpochEndOffset{LeaderEpoch: found, EndOffset: end}
 	}
-	if !done && target >= leo {
-		// No progress possible (a leader answering an epoch above the one we asked for).
-		t.plog(tp, s).WithFields(logrus.Fields{"replyEpoch": rp.LeaderEpoch, "replyEndOffset": rp.EndOffset}).
+	plan := PlanTruncation(in)
+	if plan.Action == BackOff {
+		t.plog(tp, s).WithFields(logrus.Fields{"askedEpoch": asked, "replyEpoch": rp.LeaderEpoch, "replyEndOffset": rp.EndOffset}).
 			Warn("epoch truncation made no progress; backing off")
 		t.delayLocked(s)
 		return
 	}
-	newLEO, err := t.truncateLocked(tp, s, target)
+	newLEO, err := t.truncateLocked(tp, s, plan.Offset)
 	if err != nil {
 		t.localErrorLocked(tp, s, "TruncateTo", err)
 		return
 	}
 	s.fetchOffset = newLEO
-	if done {
+	if plan.Action == TruncateAndFetch {
 		s.phase = phaseFetching
 	}
 }
@@ -769,7 +759,7 @@ func (t *fetcherThread) handleOutOfRange(parts map[TopicPartition]sentState) {
 			continue
 		}
 		leaderLEO := latest[tp]
-		if leaderLEO < localLEO {
+		if PlanOutOfRangeLatest(leaderLEO, localLEO) == TruncateToLeaderLEO {
 			// S19: divergence here is not repaired (unclean election).
 			t.plog(tp, s).WithFields(logrus.Fields{"leaderLogEndOffset": leaderLEO, "logEndOffset": localLEO}).
 				Warn("fetch offset above the leader's LEO (S19); truncating to the leader's LEO")
@@ -800,7 +790,7 @@ func (t *fetcherThread) handleOutOfRange(parts map[TopicPartition]sentState) {
 			continue
 		}
 		leaderStart := earliest[tp]
-		if leaderStart > localLEO {
+		if PlanOutOfRangeEarliest(leaderStart, localLEO) == StartAtLeaderLogStart {
 			// S20: the leader no longer has what follows our LEO.
 			t.plog(tp, s).WithFields(logrus.Fields{"leaderLogStartOffset": leaderStart, "logEndOffset": localLEO}).
 				Warn("fetch offset below the leader's log start (S20); emptying the log and starting at the leader's log start")

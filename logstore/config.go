@@ -2,22 +2,25 @@ package logstore
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"time"
+
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
-// Config is the per-log configuration (broker `log.*` defaults, overridable per topic).
+// Config is the per-log configuration (broker `log.*` defaults, overridable per topic). The
+// keys, their defaults and validators are declared in package configdef; the comments name
+// the broker key and its topic synonym.
 type Config struct {
-	SegmentBytes          int64         // log.segment.bytes / segment.bytes (default 1073741824)
-	SegmentMs             time.Duration // log.roll.ms (default 168h); roll when the active segment's first batch is older
-	RetentionMs           int64         // log.retention.ms; -1 = unlimited (default 604800000)
-	RetentionBytes        int64         // log.retention.bytes per partition; -1 = unlimited
-	IndexIntervalBytes    int32         // log.index.interval.bytes (4096)
-	MaxMessageBytes       int32         // message.max.bytes: max size of one record batch (1048588)
-	FlushIntervalMessages int64         // log.flush.interval.messages; fsync after this many messages (default math.MaxInt64 = never)
-	FlushInterval         time.Duration // log.flush.interval.ms; 0 = never by time
-	FileDeleteDelay       time.Duration // file.delete.delay.ms (60000): delay before removing .deleted files / -delete dirs (tests use 0)
+	SegmentBytes          int64         // log.segment.bytes / segment.bytes
+	SegmentMs             time.Duration // log.roll.ms / segment.ms: roll when the active segment's first batch is older
+	RetentionMs           int64         // log.retention.ms / retention.ms; -1 = unlimited
+	RetentionBytes        int64         // log.retention.bytes / retention.bytes per partition; -1 = unlimited
+	IndexIntervalBytes    int32         // log.index.interval.bytes / index.interval.bytes
+	MaxMessageBytes       int32         // message.max.bytes / max.message.bytes: max size of one record batch
+	FlushIntervalMessages int64         // log.flush.interval.messages / flush.messages; fsync after this many messages
+	FlushInterval         time.Duration // log.flush.interval.ms / flush.ms; 0 = never by time
+	FileDeleteDelay       time.Duration // log.segment.delete.delay.ms / file.delete.delay.ms: delay before removing .deleted files / -delete dirs (tests use 0)
 
 	// Log compaction (docs/compaction.md). The zero CleanupPolicy is "delete", so a Config
 	// built without these fields keeps today's delete-only behaviour.
@@ -81,23 +84,25 @@ func ParseCleanupPolicy(items []string) (CleanupPolicy, bool) {
 	return PolicyDelete, false
 }
 
-// DefaultConfig returns Kafka 2.4's defaults (kafka-zk-reference §5).
+// DefaultConfig returns the broker-level defaults of the log keys, taken from the configdef
+// table (log.segment.bytes, log.roll.hours, log.retention.hours, message.max.bytes, ...).
 func DefaultConfig() Config {
+	b := configdef.Broker
 	return Config{
-		SegmentBytes:          1073741824,
-		SegmentMs:             168 * time.Hour,
-		RetentionMs:           604800000,
-		RetentionBytes:        -1,
-		IndexIntervalBytes:    4096,
-		MaxMessageBytes:       1048588,
-		FlushIntervalMessages: math.MaxInt64,
-		FlushInterval:         0,
-		FileDeleteDelay:       60 * time.Second,
-		CleanupPolicy:         PolicyDelete,
-		MinCleanableRatio:     0.5,
-		MinCompactionLagMs:    0,
-		MaxCompactionLagMs:    math.MaxInt64,
-		DeleteRetentionMs:     86400000,
+		SegmentBytes:          configdef.IntDefault("log.segment.bytes", b),
+		SegmentMs:             configdef.DurationDefault("log.roll.hours", b),
+		RetentionMs:           configdef.IntDefault("log.retention.hours", b) * 3600 * 1000,
+		RetentionBytes:        configdef.IntDefault("log.retention.bytes", b),
+		IndexIntervalBytes:    int32(configdef.IntDefault("log.index.interval.bytes", b)),
+		MaxMessageBytes:       int32(configdef.IntDefault("message.max.bytes", b)),
+		FlushIntervalMessages: configdef.IntDefault("log.flush.interval.messages", b),
+		FlushInterval:         0, // log.flush.scheduler.interval.ms is Long.MaxValue: never by time
+		FileDeleteDelay:       configdef.DurationDefault("log.segment.delete.delay.ms", b),
+		CleanupPolicy:         PolicyDelete, // log.cleanup.policy "delete"
+		MinCleanableRatio:     configdef.DoubleDefault("log.cleaner.min.cleanable.ratio", b),
+		MinCompactionLagMs:    configdef.IntDefault("log.cleaner.min.compaction.lag.ms", b),
+		MaxCompactionLagMs:    configdef.IntDefault("log.cleaner.max.compaction.lag.ms", b),
+		DeleteRetentionMs:     configdef.IntDefault("log.cleaner.delete.retention.ms", b),
 	}
 }
 

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
 func TestEpochCacheAssignTruncate(t *testing.T) {
 	var c epochCache
-	if !c.assign(1, 0) || !c.assign(3, 10) || c.assign(3, 12) || c.assign(2, 20) || c.assign(-1, 30) {
-		t.Fatal("assign must take only epochs above the latest")
+	if !c.assign(1, 0) || !c.assign(3, 10) || c.assign(3, 12) || c.assign(-1, 30) {
+		t.Fatal("assign: a new epoch changes the cache; the latest epoch at a later offset or a negative epoch does not")
 	}
 	if !c.assign(5, 10) { // a start offset at or below the last entry's replaces it
 		t.Fatal("assign(5, 10)")
@@ -26,6 +27,74 @@ func TestEpochCacheAssignTruncate(t *testing.T) {
 	c.truncateFromStart(15)
 	if got := c.snapshot(); len(got) != 1 || got[0] != (EpochEntry{5, 15}) {
 		t.Fatalf("truncateFromStart: %+v", got)
+	}
+}
+
+// Kafka's assign/truncateAndAppend: an entry of an older epoch than the latest removes every
+// later entry that conflicts with it (epoch or start offset at or above its own) instead of
+// being ignored (the epoch-cache defect of issue 11).
+func TestEpochCacheAssignOlderEpochRemovesConflictingEntries(t *testing.T) {
+	cases := []struct {
+		name  string
+		start []EpochEntry
+		epoch int32
+		off   int64
+		want  []EpochEntry
+		chg   bool
+	}{
+		{"older epoch at the stale entry's start", []EpochEntry{{1, 0}, {2, 5}}, 1, 5, []EpochEntry{{1, 5}}, true},
+		{"older epoch past a later entry", []EpochEntry{{1, 0}, {3, 5}, {4, 8}}, 2, 6, []EpochEntry{{1, 0}, {2, 6}}, true},
+		{"same epoch earlier offset", []EpochEntry{{1, 0}, {3, 10}}, 3, 7, []EpochEntry{{1, 0}, {3, 7}}, true},
+		{"same epoch later offset", []EpochEntry{{1, 0}, {3, 10}}, 3, 12, []EpochEntry{{1, 0}, {3, 10}}, false},
+		{"newer epoch below the latest start", []EpochEntry{{1, 0}, {3, 10}}, 4, 9, []EpochEntry{{1, 0}, {4, 9}}, true},
+		{"newer epoch", []EpochEntry{{1, 0}}, 2, 4, []EpochEntry{{1, 0}, {2, 4}}, true},
+		{"empty", nil, 0, 0, []EpochEntry{{0, 0}}, true},
+	}
+	for _, tc := range cases {
+		c := epochCache{entries: append([]EpochEntry(nil), tc.start...)}
+		chg := c.assign(tc.epoch, tc.off)
+		if got := c.snapshot(); chg != tc.chg || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: assign(%d, %d) on %v = %v changed=%v, want %v changed=%v", tc.name, tc.epoch, tc.off, tc.start, got, chg, tc.want, tc.chg)
+		}
+	}
+}
+
+// truncateFromStart keeps the last entry starting at or before the new log start: an entry
+// starting exactly there stays as it is (no two entries may share a start offset).
+func TestEpochCacheTruncateFromStartAtAnEntryStart(t *testing.T) {
+	c := epochCache{entries: []EpochEntry{{1, 0}, {2, 5}, {3, 9}}}
+	if !c.truncateFromStart(5) {
+		t.Fatal("truncateFromStart(5) changed nothing")
+	}
+	if got := c.snapshot(); !slices.Equal(got, []EpochEntry{{2, 5}, {3, 9}}) {
+		t.Fatalf("got %v, want [{2 5} {3 9}]", got)
+	}
+	if c.truncateFromStart(5) {
+		t.Fatal("a second truncateFromStart(5) reported a change")
+	}
+}
+
+// A follower append of a batch whose epoch is older than the cache's latest entry (after a
+// leader that wrote nothing recorded its epoch at the LEO) replaces the stale entry.
+func TestAppendAsFollowerOlderEpochReplacesStaleEntry(t *testing.T) {
+	l := newTestLog(t, testConfig(), nil)
+	mustAppend(t, l, testBatch{records: 5}.build(), 1)
+	l.AssignEpochStartOffset(2, l.LogEndOffset()) // became leader in epoch 2, wrote nothing
+	src := newTestLog(t, testConfig(), nil)
+	mustAppend(t, src, testBatch{records: 5}.build(), 1)
+	mustAppend(t, src, testBatch{records: 3}.build(), 1)
+	rest, err := src.Read(5, 1<<20, src.LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsFollower(rest); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{1, 5}}) {
+		t.Fatalf("epoch cache %v, want [{1 5}] (Kafka's assign drops 2@5)", got)
+	}
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != 8 {
+		t.Fatalf("EndOffsetForEpoch(1) = (%d, %d), want (1, 8)", e, end)
 	}
 }
 

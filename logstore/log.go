@@ -432,7 +432,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 // AppendAsFollower appends batches fetched from the leader, keeping the leader's offsets and
 // epochs (S18). CRCs are validated; the first batch must start at the LEO
 // (ErrUnexpectedOffset). An incomplete trailing batch is ignored, as Kafka's follower does.
-// A batch carrying an epoch larger than the latest cached one adds (epoch -> baseOffset).
+// Each batch's (epoch -> baseOffset) is assigned to the epoch cache (epochCache.assign).
 // The follower does not apply max.message.bytes: the leader accepted the data already.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	hs, rest, err := parseBatches(records)
@@ -508,10 +508,10 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	for _, h := range hs {
 		seg.ix.add(seg.base, h, pos, cfg.IndexIntervalBytes)
 		pos += int64(h.Size())
-		if last, ok := l.epochs.latest(); !ok || h.LeaderEpoch > last.Epoch {
-			if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
-				epochsChanged = true
-			}
+		// Kafka's maybeAssignEpochStartOffset for every batch: a no-op within the latest
+		// epoch; an older epoch replaces the conflicting later entries (epochCache.assign).
+		if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
+			epochsChanged = true
 		}
 	}
 	seg.size = pos
@@ -627,8 +627,9 @@ func (l *Log) flushTo(offset int64) error {
 // Read returns the raw stored bytes of whole batches, starting with the batch that contains
 // startOffset (located through the sparse offset index). It stops before maxBytes would be
 // exceeded, except that the first batch is returned whole when minOneBatch (KIP-74), and it
-// never returns a batch whose baseOffset >= maxOffset (the HW for consumers, S7; the LEO for
-// followers). startOffset below the log start or above the LEO is ErrOffsetOutOfRange;
+// never returns a batch that reaches maxOffset (last offset >= maxOffset): reads stop at the
+// batch that contains the HW for consumers (S7), as Kafka's read up to the HW's position does;
+// followers pass the LEO, which no stored batch reaches. startOffset below the log start or above the LEO is ErrOffsetOutOfRange;
 // startOffset == LEO returns no bytes.
 func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
 	l.mu.RLock()
@@ -681,7 +682,7 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 		if !found {
 			continue
 		}
-		if first.BaseOffset >= maxOffset {
+		if first.LastOffset() >= maxOffset {
 			break
 		}
 		limit := budget
@@ -707,7 +708,8 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 			if size < batchHeaderSize {
 				return out, fmt.Errorf("%w: bad batch length at %d in %s", ErrCorruptMessage, pos+int64(p), s.logPath())
 			}
-			if base >= maxOffset {
+			last := base + int64(int32(binary.BigEndian.Uint32(buf[p+offLastOffsetDelta:])))
+			if last >= maxOffset {
 				stop = true
 				break
 			}
@@ -760,7 +762,10 @@ func (l *Log) MaybeIncrementLogStartOffset(offset int64) {
 
 // TruncateTo keeps the batches whose last offset is below offset: the LEO becomes the base
 // offset of the first removed batch (a batch boundary). Epoch entries starting at or after
-// the new LEO are dropped (K1). No-op if offset >= LEO.
+// the new LEO are dropped (K1). For offset >= LEO the log is left as it is, but epoch entries
+// starting at or after the LEO are still dropped: a replica that became leader and wrote
+// nothing holds such an entry, and a follower keeping it would ask OffsetForLeaderEpoch about
+// that epoch forever (KAFKA-10706).
 func (l *Log) TruncateTo(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -772,7 +777,14 @@ func (l *Log) TruncateTo(offset int64) error {
 		return ErrClosed
 	}
 	if offset >= l.leo {
+		changed := l.epochs.truncateFromEnd(l.leo)
+		epochs := l.epochs.snapshot()
 		l.mu.Unlock()
+		if changed {
+			l.log.WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": l.leo, "epochs": epochs}).
+				Info("truncation at or above the LEO: dropped leader epoch entries starting at or after the LEO")
+			return l.writeEpochCheckpoint(epochs)
+		}
 		return nil
 	}
 	if offset < 0 {
@@ -1081,8 +1093,8 @@ func (l *Log) LatestEpoch() (int32, bool) {
 	return e.Epoch, ok
 }
 
-// AssignEpochStartOffset records (epoch -> startOffset) if epoch is larger than the latest
-// cached one; makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). The cache is
+// AssignEpochStartOffset records (epoch -> startOffset) with epochCache.assign's semantics;
+// makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). The cache is
 // persisted to leader-epoch-checkpoint on every change.
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()

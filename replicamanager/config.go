@@ -1,13 +1,12 @@
 package replicamanager
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/logstore"
 )
 
@@ -24,7 +23,6 @@ type Config struct {
 	ReplicaFetchResponseMaxBytes    int32
 	ReplicaFetchBackoff             time.Duration
 	ReplicaSocketTimeout            time.Duration
-	RequestTimeout                  time.Duration
 	UncleanLeaderElection           bool
 	LocalAddr                       string // bind address for fetcher connections (fault tests)
 	LogDefaults                     logstore.Config
@@ -34,40 +32,34 @@ type Config struct {
 	Now func() time.Time
 }
 
+// setDefaults fills unset (zero or negative) settings with the configdef table's defaults;
+// main passes every setting from server.properties, tests only some.
 func (c *Config) setDefaults() {
-	if c.ReplicaLagTimeMax <= 0 {
-		c.ReplicaLagTimeMax = 10 * time.Second
+	b := configdef.Broker
+	dur := func(d *time.Duration, key string) {
+		if *d <= 0 {
+			*d = configdef.DurationDefault(key, b)
+		}
 	}
+	i32 := func(v *int32, key string) {
+		if *v <= 0 {
+			*v = int32(configdef.IntDefault(key, b))
+		}
+	}
+	dur(&c.ReplicaLagTimeMax, "replica.lag.time.max.ms")
+	dur(&c.HighWatermarkCheckpointInterval, "replica.high.watermark.checkpoint.interval.ms")
+	dur(&c.ReplicaFetchWaitMax, "replica.fetch.wait.max.ms")
+	dur(&c.ReplicaFetchBackoff, "replica.fetch.backoff.ms")
+	dur(&c.ReplicaSocketTimeout, "replica.socket.timeout.ms")
 	if c.MinInsyncReplicas <= 0 {
-		c.MinInsyncReplicas = 1
-	}
-	if c.HighWatermarkCheckpointInterval <= 0 {
-		c.HighWatermarkCheckpointInterval = 5 * time.Second
+		c.MinInsyncReplicas = int(configdef.IntDefault("min.insync.replicas", b))
 	}
 	if c.NumReplicaFetchers <= 0 {
-		c.NumReplicaFetchers = 1
+		c.NumReplicaFetchers = int(configdef.IntDefault("num.replica.fetchers", b))
 	}
-	if c.ReplicaFetchWaitMax <= 0 {
-		c.ReplicaFetchWaitMax = 500 * time.Millisecond
-	}
-	if c.ReplicaFetchMinBytes <= 0 {
-		c.ReplicaFetchMinBytes = 1
-	}
-	if c.ReplicaFetchMaxBytes <= 0 {
-		c.ReplicaFetchMaxBytes = 1 << 20
-	}
-	if c.ReplicaFetchResponseMaxBytes <= 0 {
-		c.ReplicaFetchResponseMaxBytes = 10 << 20
-	}
-	if c.ReplicaFetchBackoff <= 0 {
-		c.ReplicaFetchBackoff = time.Second
-	}
-	if c.ReplicaSocketTimeout <= 0 {
-		c.ReplicaSocketTimeout = 30 * time.Second
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 30 * time.Second
-	}
+	i32(&c.ReplicaFetchMinBytes, "replica.fetch.min.bytes")
+	i32(&c.ReplicaFetchMaxBytes, "replica.fetch.max.bytes")
+	i32(&c.ReplicaFetchResponseMaxBytes, "replica.fetch.response.max.bytes")
 	if c.Registry == nil {
 		c.Registry = metrics.NewRegistry()
 	}
@@ -87,114 +79,69 @@ type topicConfig struct {
 }
 
 // topicOverrides applies Kafka's topic-level keys (segment.bytes, retention.ms, ...) on top of the
-// broker defaults. Unparseable values keep the default and are logged: a topic config was already
-// validated when it was written, so this only guards against hand-edited znodes.
+// broker defaults. Each value is typed and validated by its configdef topic key; an invalid value
+// keeps the default and is logged: a topic config is validated when it is written (CreateTopics,
+// `topics --config`), so this only guards against hand-edited znodes. Topic keys isrbroker does
+// not use are ignored here.
 func (rm *ReplicaManager) topicOverrides(topic string, overrides map[string]string) topicConfig {
 	tc := topicConfig{
 		log:                   rm.cfg.LogDefaults,
 		minInsyncReplicas:     rm.cfg.MinInsyncReplicas,
 		uncleanLeaderElection: rm.cfg.UncleanLeaderElection,
 	}
-	for k, v := range overrides {
-		bad := func() {
-			rm.log.WithFields(logrus.Fields{"topic": topic, "key": k, "value": v}).Warn("ignoring invalid topic config value")
+	for k, raw := range overrides {
+		key, ok := configdef.Lookup(k, configdef.Topic)
+		if !ok {
+			continue
 		}
-		i, err := strconv.ParseInt(v, 10, 64)
-		switch k {
-		case "segment.bytes":
-			if err != nil || i <= 0 {
-				bad()
-				continue
-			}
-			tc.log.SegmentBytes = i
-		case "segment.ms":
-			if err != nil || i <= 0 {
-				bad()
-				continue
-			}
-			tc.log.SegmentMs = time.Duration(i) * time.Millisecond
-		case "retention.ms":
-			if err != nil {
-				bad()
-				continue
-			}
-			tc.log.RetentionMs = i
-		case "retention.bytes":
-			if err != nil {
-				bad()
-				continue
-			}
-			tc.log.RetentionBytes = i
-		case "max.message.bytes":
-			if err != nil || i <= 0 || i > 1<<31-1 {
-				bad()
-				continue
-			}
-			tc.log.MaxMessageBytes = int32(i)
-		case "index.interval.bytes":
-			if err != nil || i <= 0 || i > 1<<31-1 {
-				bad()
-				continue
-			}
-			tc.log.IndexIntervalBytes = int32(i)
-		case "flush.messages":
-			if err != nil || i <= 0 {
-				bad()
-				continue
-			}
-			tc.log.FlushIntervalMessages = i
-		case "flush.ms":
-			if err != nil || i < 0 {
-				bad()
-				continue
-			}
-			tc.log.FlushInterval = time.Duration(i) * time.Millisecond
-		case "cleanup.policy":
-			p, ok := logstore.ParseCleanupPolicy(strings.Split(v, ","))
-			if !ok {
-				bad()
-				continue
-			}
-			tc.log.CleanupPolicy = p
-		case "min.cleanable.dirty.ratio":
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 || f > 1 {
-				bad()
-				continue
-			}
-			tc.log.MinCleanableRatio = f
-		case "min.compaction.lag.ms":
-			if err != nil || i < 0 {
-				bad()
-				continue
-			}
-			tc.log.MinCompactionLagMs = i
-		case "max.compaction.lag.ms":
-			if err != nil || i < 1 {
-				bad()
-				continue
-			}
-			tc.log.MaxCompactionLagMs = i
-		case "delete.retention.ms":
-			if err != nil || i < 0 {
-				bad()
-				continue
-			}
-			tc.log.DeleteRetentionMs = i
-		case "min.insync.replicas":
-			if err != nil || i < 1 {
-				bad()
-				continue
-			}
-			tc.minInsyncReplicas = int(i)
-		case "unclean.leader.election.enable":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				bad()
-				continue
-			}
-			tc.uncleanLeaderElection = b
+		v, err := key.ParseValid(raw)
+		if err != nil {
+			rm.log.WithFields(logrus.Fields{"topic": topic, "key": k, "value": raw}).WithError(err).Warn("ignoring invalid topic config value")
+			continue
 		}
+		applyTopicConfig(&tc, k, v)
 	}
 	return tc
+}
+
+// applyTopicConfig stores one typed, valid topic config value.
+func applyTopicConfig(tc *topicConfig, k string, v any) {
+	ms := func() time.Duration { return configdef.Scale(v.(int64), time.Millisecond) }
+	switch k {
+	case "segment.bytes":
+		tc.log.SegmentBytes = v.(int64)
+	case "segment.ms":
+		tc.log.SegmentMs = ms()
+	case "retention.ms":
+		tc.log.RetentionMs = v.(int64)
+	case "retention.bytes":
+		tc.log.RetentionBytes = v.(int64)
+	case "max.message.bytes":
+		tc.log.MaxMessageBytes = int32(v.(int64))
+	case "index.interval.bytes":
+		tc.log.IndexIntervalBytes = int32(v.(int64))
+	case "flush.messages":
+		tc.log.FlushIntervalMessages = max(v.(int64), 1) // 0 and 1 both flush every append
+	case "flush.ms":
+		tc.log.FlushInterval = ms()
+		if v.(int64) == configdef.IntDefault("flush.ms", configdef.Topic) {
+			tc.log.FlushInterval = 0 // Long.MaxValue: never by time
+		}
+	case "file.delete.delay.ms":
+		tc.log.FileDeleteDelay = ms()
+	case "cleanup.policy":
+		tc.log.CleanupPolicy, _ = logstore.ParseCleanupPolicy(v.([]string)) // validated by configdef
+	case "min.cleanable.dirty.ratio":
+		tc.log.MinCleanableRatio = v.(float64)
+	case "min.compaction.lag.ms":
+		tc.log.MinCompactionLagMs = v.(int64)
+	case "max.compaction.lag.ms":
+		tc.log.MaxCompactionLagMs = v.(int64)
+	case "delete.retention.ms":
+		tc.log.DeleteRetentionMs = v.(int64)
+	case "min.insync.replicas":
+		tc.minInsyncReplicas = int(v.(int64))
+	case "unclean.leader.election.enable":
+		tc.uncleanLeaderElection = v.(bool)
+	}
 }

@@ -9,8 +9,17 @@
 // follower fetch path, follower side through the fetcher's ReplicaQuota. The logs themselves
 // belong to logstore.
 //
+// The replication rules themselves live in the pure core, package replica (the leader's ISR,
+// follower progress, HW, expand/shrink and acks=all decisions, with their invariants); Partition
+// is the shell that locks, logs, writes ZooKeeper and asks the core. The follower's truncation
+// decisions are the fetcher's pure planners (fetcher.PlanTruncation), the epoch cache's are
+// logstore's. The scenario scripts in testdata/ (TestScenarios) drive all of them together.
+//
 // Locking: ReplicaManager.stateChangeLock serialises controller requests; ReplicaManager.mu guards
 // the partition map; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's
-// leadership, ISR and follower states. Order: stateChangeLock → mu → Partition.mu; the purgatory's
-// lock is a leaf and is never held while calling into a partition.
+// leadership, ISR and follower progress: produces append under its read side (the log serialises
+// concurrent appends), follower progress updates, ISR changes and follower-side log changes take
+// its write side. Partition.hwMu is a leaf lock for the HW, which moves under either side. Order:
+// stateChangeLock → mu → Partition.mu → Partition.hwMu; the purgatory's lock is a leaf and is never
+// held while calling into a partition.
 package replicamanager

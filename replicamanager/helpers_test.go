@@ -98,6 +98,13 @@ func (f *fakeCoord) UpdateLeaderAndIsr(topic string, partition int32, leader, le
 	return v, nil
 }
 
+func (f *fakeCoord) ReadLeaderAndIsr(topic string, partition int32) (int32, int32, []int32, int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	return 1, f.epochs[tp], slices.Clone(f.isr[tp]), f.version[tp], nil
+}
+
 func (f *fakeCoord) TopicConfig(topic string) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -160,7 +167,7 @@ type env struct {
 	reg   metrics.Registry
 }
 
-func newEnv(t *testing.T, brokerID int32, minIsr int) *env {
+func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 	t.Helper()
 	lg := logrus.New()
 	lg.SetLevel(logrus.WarnLevel)
@@ -190,7 +197,7 @@ func newEnv(t *testing.T, brokerID int32, minIsr int) *env {
 func tp0() TopicPartition { return TopicPartition{Topic: "t", Partition: 0} }
 
 // lead makes this broker leader of t-0 with the given replicas, all in the ISR.
-func (e *env) leaderAndIsr(t *testing.T, leader, epoch int32, replicas, isr []int32) LeaderAndIsrResult {
+func (e *env) leaderAndIsr(t testing.TB, leader, epoch int32, replicas, isr []int32) LeaderAndIsrResult {
 	t.Helper()
 	e.coord.mu.Lock()
 	zkv := e.coord.version[tp0()]

@@ -59,7 +59,7 @@ func (rm *ReplicaManager) EndOffsetForEpoch(tp TopicPartition, epoch int32) (fou
 // HighWatermark returns the follower's HW.
 func (rm *ReplicaManager) HighWatermark(tp TopicPartition) (hw int64, err error) {
 	err = rm.withFollower(tp, false, func(p *Partition) error {
-		hw = p.hw
+		hw = p.highWatermark()
 		return nil
 	})
 	return hw, err
@@ -73,7 +73,7 @@ func (rm *ReplicaManager) TruncateTo(tp TopicPartition, offset int64) error {
 			return err
 		}
 		after := p.log.LogEndOffset()
-		p.hw = min(p.hw, after)
+		p.setFollowerHW(min(p.highWatermark(), after))
 		if after < before {
 			p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
 		}
@@ -87,7 +87,7 @@ func (rm *ReplicaManager) TruncateFullyAndStartAt(tp TopicPartition, offset int6
 		if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 			return err
 		}
-		p.hw = offset
+		p.setFollowerHW(offset)
 		p.logger().WithField("offset", offset).Info("emptied follower log; restarting at the leader's log start offset")
 		return nil
 	})
@@ -112,7 +112,7 @@ func (rm *ReplicaManager) ProcessPartitionData(tp TopicPartition, fetchOffset in
 		if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= leo {
 			p.log.MaybeIncrementLogStartOffset(leaderLogStart)
 		}
-		p.hw = max(min(leaderHW, leo), p.log.LogStartOffset())
+		p.setFollowerHW(max(min(leaderHW, leo), p.log.LogStartOffset()))
 		return nil
 	})
 	return leo, err

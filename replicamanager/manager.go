@@ -2,6 +2,7 @@ package replicamanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,8 +20,24 @@ import (
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition
 // state's zkVersion (K3); zkcoord implements it and also queues the change for
 // /isr_change_notification (K5).
+//
+// UpdateLeaderAndIsr returns the new zkVersion. When it gives up without knowing whether the
+// write committed (the connection was lost and the retries ran out), its error wraps one whose
+// OutcomeUnknown method returns true (see IsOutcomeUnknown); the leader then re-reads the
+// partition state with ReadLeaderAndIsr and reconciles. Any other error means the write did not
+// happen.
 type IsrWriter interface {
 	UpdateLeaderAndIsr(topic string, partition int32, leader, leaderEpoch int32, isr []int32, controllerEpoch int32, zkVersion int32) (int32, error)
+	// ReadLeaderAndIsr reads the partition state znode: its leader, leader epoch, ISR and
+	// zkVersion.
+	ReadLeaderAndIsr(topic string, partition int32) (leader, leaderEpoch int32, isr []int32, zkVersion int32, err error)
+}
+
+// IsOutcomeUnknown reports whether err says that a ZooKeeper write may or may not have
+// committed: it wraps an error with an OutcomeUnknown() bool method returning true.
+func IsOutcomeUnknown(err error) bool {
+	var u interface{ OutcomeUnknown() bool }
+	return errors.As(err, &u) && u.OutcomeUnknown()
 }
 
 // TopicConfigSource returns a topic's overrides (/config/topics/<t>); zkcoord implements it.
@@ -375,9 +392,15 @@ func (rm *ReplicaManager) makeFollowers(states []PartitionState, liveLeaders map
 	for _, st := range states {
 		p := rm.getPartition(st.TopicPartition)
 		if _, ok := liveLeaders[st.Leader]; !ok {
-			// kafka-zk-reference §4 step 1: leader not live; keep only the log and the new epoch.
-			p.makeFollower(st)
-			rm.purgatory.checkAndComplete(st.TopicPartition)
+			// Kafka 2.4's makeFollowers: the leader is not a live broker, so the partition is
+			// skipped; only its log exists (created above, so the HW is checkpointed). Its role,
+			// leader epoch and fetcher stay as they were, so the controller's next request for
+			// this epoch, once the leader is live, is applied instead of looking stale.
+			p.mu.RLock()
+			log := p.logger()
+			p.mu.RUnlock()
+			log.WithFields(logrus.Fields{"leader": st.Leader, "requestLeaderEpoch": st.LeaderEpoch}).
+				Error("LeaderAndIsr names a leader that is not a live broker; skipping the partition")
 			continue
 		}
 		// S14.1–S14.2: no longer led here; produce now gets NOT_LEADER_OR_FOLLOWER.
@@ -437,7 +460,7 @@ func (rm *ReplicaManager) StopReplicas(req StopReplicaRequest) StopReplicaResult
 		rm.mu.Unlock()
 		if p != nil {
 			p.mu.Lock()
-			p.leaderID = -1
+			p.leaderID, p.leader = -1, nil
 			p.mu.Unlock()
 		}
 		if rm.logs.Get(tp) != nil {
@@ -559,8 +582,12 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 			errored = true
 			continue
 		}
-		hw, leo, logStart := p.hw, p.log.LogEndOffset(), p.log.LogStartOffset()
+		hw, leo, logStart := p.highWatermark(), p.log.LogEndOffset(), p.log.LogStartOffset()
 		throttled := fromFollower && rm.throttledFollowerLocked(p, fp.ReplicaID)
+		// Only an assigned follower reads to the LEO and counts as a follower's progress;
+		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState
+		// fails, withEmptyFetchInfo).
+		unassigned := fromFollower && (p.leader == nil || !p.leader.IsFollower(fp.ReplicaID))
 		p.mu.RUnlock()
 		maxOffset := hw
 		if fromFollower {
@@ -572,7 +599,11 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 		}
 		var records []byte
 		var err error
-		if throttled && rm.throttles.leader.IsQuotaExceeded() {
+		if unassigned {
+			rm.log.WithFields(logrus.Fields{"topic": part.Topic, "partition": part.Partition, "replica": fp.ReplicaID}).
+				Warn("fetch from a replica id that is not an assigned follower; answering with no records")
+			records = nil
+		} else if throttled && rm.throttles.leader.IsQuotaExceeded() {
 			// Issue 4 (shouldLeaderThrottle): a throttled replica outside the ISR gets no records
 			// while the leader quota is exceeded; not an error, its fetch state is still updated.
 			records = nil
@@ -594,7 +625,7 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 				throttledBytes += len(records)
 			}
 		}
-		if fromFollower && updateFollowers {
+		if fromFollower && updateFollowers && !unassigned {
 			if p.updateFollowerFetchState(fp.ReplicaID, part.FetchOffset, part.LogStartOffset, leo, now) {
 				// The HW moved: acks=-1 produces and consumer fetches may complete (architecture step 5).
 				rm.purgatory.checkAndComplete(part.TopicPartition)
@@ -608,7 +639,7 @@ func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (resul
 // replicaID is not in the ISR and p is listed in leader.replication.throttled.replicas for this
 // broker (with a leader rate set). Callers hold p.mu.
 func (rm *ReplicaManager) throttledFollowerLocked(p *Partition, replicaID int32) bool {
-	return !slices.Contains(p.isr, replicaID) && rm.throttles.leader.IsThrottled(p.tp)
+	return (p.leader == nil || !p.leader.InISR(replicaID)) && rm.throttles.leader.IsThrottled(p.tp)
 }
 
 // FetchMessages serves a fetch from a consumer or a follower. It answers at once when max_wait is
@@ -642,6 +673,9 @@ func (rm *ReplicaManager) FetchMessages(fp FetchParams, done func([]FetchPartiti
 			}
 			end := v.hw
 			if fromFollower {
+				if fp.ReplicaID == rm.cfg.BrokerID || !slices.Contains(v.assigned, fp.ReplicaID) {
+					continue // never anything to answer but no records (fetchRead)
+				}
 				end = v.leo
 			}
 			if part.FetchOffset > v.leo || part.FetchOffset < v.logStart {

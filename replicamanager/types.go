@@ -13,15 +13,13 @@ type TopicPartition = logstore.TopicPartition
 // (kafka-zk-reference §2, LeaderAndIsrRequest.json).
 type PartitionState struct {
 	TopicPartition
-	ControllerEpoch  int32
-	Leader           int32
-	LeaderEpoch      int32
-	ISR              []int32
-	ZkVersion        int32
-	Replicas         []int32
-	AddingReplicas   []int32
-	RemovingReplicas []int32
-	IsNew            bool
+	ControllerEpoch int32
+	Leader          int32
+	LeaderEpoch     int32
+	ISR             []int32
+	ZkVersion       int32
+	Replicas        []int32
+	IsNew           bool
 }
 
 // LeaderAndIsrRequest is the broker-independent form of a LeaderAndIsr request.
@@ -76,12 +74,11 @@ type FetchPartition struct {
 
 // FetchParams is a whole fetch request.
 type FetchParams struct {
-	ReplicaID      int32 // >= 0 for a follower (reads up to the LEO, S7); -1 for a consumer
-	MaxWait        time.Duration
-	MinBytes       int32
-	MaxBytes       int32
-	IsolationLevel int8
-	Partitions     []FetchPartition
+	ReplicaID  int32 // >= 0 for a follower (reads up to the LEO, S7); -1 for a consumer
+	MaxWait    time.Duration
+	MinBytes   int32
+	MaxBytes   int32
+	Partitions []FetchPartition
 }
 
 // FetchPartitionResult is one partition's answer to a fetch. Records holds raw record

@@ -117,6 +117,7 @@ var (
 	ErrPreferredElectionInProgress = admin.ErrPreferredElectionInProgress
 	ErrBrokerIDInUse               = agent.ErrBrokerIDInUse
 	ErrBadVersion                  = agent.ErrBadVersion
+	ErrIsrWriteOutcomeUnknown      = agent.ErrIsrWriteOutcomeUnknown
 	ErrControllerMoved             = controller.ErrControllerMoved
 	ErrNotController               = controller.ErrNotController
 	ErrStaleBrokerEpoch            = controller.ErrStaleBrokerEpoch

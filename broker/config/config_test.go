@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // base is the smallest valid property set.
@@ -113,7 +116,6 @@ func TestDefaults(t *testing.T) {
 		{"zookeeper servers", c.ZookeeperServers, []string{"127.0.0.1:2181"}},
 		{"zookeeper.session.timeout.ms", c.ZookeeperSessionTimeout, 6 * time.Second},
 		{"zookeeper.connection.timeout.ms", c.ZookeeperConnectionTimeout, 6 * time.Second},
-		{"zookeeper.max.in.flight.requests", c.ZookeeperMaxInFlightRequests, 10},
 		{"num.partitions", c.NumPartitions, int32(1)},
 		{"default.replication.factor", c.DefaultReplicationFactor, int16(1)},
 		{"offsets.topic.replication.factor", c.OffsetsTopicReplicationFactor, int16(3)},
@@ -147,7 +149,6 @@ func TestDefaults(t *testing.T) {
 		{"log.flush.interval.messages", c.LogFlushIntervalMessages, int64(NeverMs)},
 		{"log.flush.interval", c.LogFlushInterval(), time.Duration(0)},
 		{"log.flush.offset.checkpoint.interval.ms", c.LogFlushOffsetCheckpointInterval, time.Minute},
-		{"log.flush.start.offset.checkpoint.interval.ms", c.LogFlushStartOffsetCheckpointInterval, time.Minute},
 		{"log.segment.delete.delay.ms", c.FileDeleteDelay, time.Minute},
 		{"replica.lag.time.max.ms", c.ReplicaLagTimeMax, 10 * time.Second},
 		{"num.replica.fetchers", c.NumReplicaFetchers, 1},
@@ -167,7 +168,6 @@ func TestDefaults(t *testing.T) {
 		{"controlled.shutdown.enable", c.ControlledShutdownEnable, true},
 		{"controlled.shutdown.max.retries", c.ControlledShutdownMaxRetries, 3},
 		{"controlled.shutdown.retry.backoff.ms", c.ControlledShutdownRetryBackoff, 5 * time.Second},
-		{"request.timeout.ms", c.RequestTimeout, 30 * time.Second},
 		{"metrics.listen", c.MetricsListen, ""},
 		{"isrbroker.local.address", c.LocalAddress, ""},
 		{"broker.rack", c.BrokerRack, ""},
@@ -187,11 +187,9 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
 		"inter.broker.listener.name", "internal",
 		"socket.request.max.bytes", "1000",
-		"request.timeout.ms", "1234",
 		"zookeeper.connect", "zk1:2181,zk2,[::1]:2182/kafka/a",
 		"zookeeper.session.timeout.ms", "18000",
 		"zookeeper.connection.timeout.ms", "7000",
-		"zookeeper.max.in.flight.requests", "5",
 		"num.partitions", "6",
 		"default.replication.factor", "3",
 		"offsets.topic.replication.factor", "2",
@@ -210,7 +208,6 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"log.flush.interval.messages", "10",
 		"log.flush.interval.ms", "250",
 		"log.flush.offset.checkpoint.interval.ms", "1500",
-		"log.flush.start.offset.checkpoint.interval.ms", "1600",
 		"log.segment.delete.delay.ms", "0",
 		"replica.lag.time.max.ms", "30000",
 		"num.replica.fetchers", "4",
@@ -230,7 +227,33 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"controlled.shutdown.retry.backoff.ms", "10",
 		"metrics.listen", "127.0.0.1:9101",
 		"isrbroker.local.address", "127.0.0.11",
+		"offsets.topic.num.partitions", "10",
+		"offsets.topic.segment.bytes", "2000000",
+		"offsets.commit.required.acks", "1",
+		"offsets.commit.timeout.ms", "700",
+		"offsets.retention.minutes", "60",
+		"offsets.retention.check.interval.ms", "800",
+		"offsets.load.buffer.size", "4096",
+		"offset.metadata.max.bytes", "10",
+		"group.min.session.timeout.ms", "100",
+		"group.max.session.timeout.ms", "200",
+		"group.initial.rebalance.delay.ms", "0",
+		"group.max.size", "7",
+		"log.cleanup.policy", "compact, delete",
+		"log.cleaner.enable", "false",
+		"log.cleaner.threads", "2",
+		"log.cleaner.min.cleanable.ratio", "0.25",
+		"log.cleaner.min.compaction.lag.ms", "11",
+		"log.cleaner.max.compaction.lag.ms", "12",
+		"log.cleaner.delete.retention.ms", "13",
+		"log.cleaner.backoff.ms", "14",
+		"log.cleaner.dedupe.buffer.size", "2097152",
 	)
+	for _, b := range bindings {
+		if _, ok := p[b.key.Name]; !ok {
+			t.Errorf("bound key %q is not exercised", b.key.Name)
+		}
+	}
 	c, warnings, err := Parse(p)
 	if err != nil {
 		t.Fatal(err)
@@ -246,13 +269,11 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ListenerSecurityProtocolMap = map[string]string{"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"}
 	want.InterBrokerListenerName = "INTERNAL"
 	want.SocketRequestMaxBytes = 1000
-	want.RequestTimeout = 1234 * time.Millisecond
 	want.ZookeeperConnect = "zk1:2181,zk2,[::1]:2182/kafka/a"
 	want.ZookeeperServers = []string{"zk1:2181", "zk2:2181", "[::1]:2182"}
 	want.ZookeeperChroot = "/kafka/a"
 	want.ZookeeperSessionTimeout = 18 * time.Second
 	want.ZookeeperConnectionTimeout = 7 * time.Second
-	want.ZookeeperMaxInFlightRequests = 5
 	want.NumPartitions = 6
 	want.DefaultReplicationFactor = 3
 	want.OffsetsTopicReplicationFactor = 2
@@ -271,7 +292,6 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.LogFlushIntervalMessages = 10
 	want.LogFlushIntervalMs = 250
 	want.LogFlushOffsetCheckpointInterval = 1500 * time.Millisecond
-	want.LogFlushStartOffsetCheckpointInterval = 1600 * time.Millisecond
 	want.FileDeleteDelay = 0
 	want.ReplicaLagTimeMax = 30 * time.Second
 	want.NumReplicaFetchers = 4
@@ -291,6 +311,27 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
 	want.LocalAddress = "127.0.0.11"
+	want.OffsetsTopicNumPartitions = 10
+	want.OffsetsTopicSegmentBytes = 2000000
+	want.OffsetsCommitRequiredAcks = 1
+	want.OffsetsCommitTimeout = 700 * time.Millisecond
+	want.OffsetsRetention = time.Hour
+	want.OffsetsRetentionCheckInterval = 800 * time.Millisecond
+	want.OffsetsLoadBufferSize = 4096
+	want.OffsetMetadataMaxBytes = 10
+	want.GroupMinSessionTimeout = 100 * time.Millisecond
+	want.GroupMaxSessionTimeout = 200 * time.Millisecond
+	want.GroupInitialRebalanceDelay = 0
+	want.GroupMaxSize = 7
+	want.LogCleanupPolicy = []string{"compact", "delete"}
+	want.LogCleanerEnable = false
+	want.LogCleanerThreads = 2
+	want.LogCleanerMinCleanableRatio = 0.25
+	want.LogCleanerMinCompactionLagMs = 11
+	want.LogCleanerMaxCompactionLagMs = 12
+	want.LogCleanerDeleteRetentionMs = 13
+	want.LogCleanerBackoff = 14 * time.Millisecond
+	want.LogCleanerDedupeBufferSize = 2097152
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("got  %+v\nwant %+v", *c, want)
 	}
@@ -495,28 +536,28 @@ func TestKnownUnusedWarnsOncePerKey(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	for _, k := range kafka24BrokerKeys {
-		if Classify(k) == Unknown {
-			t.Errorf("Kafka 2.4 key %q classified unknown", k)
+	for _, k := range configdef.Keys() {
+		if k.Scope != configdef.Broker {
+			continue
 		}
-	}
-	if len(kafka24BrokerKeys) < 190 {
-		t.Errorf("only %d Kafka 2.4 keys recorded", len(kafka24BrokerKeys))
-	}
-	for k := range simpleKeys {
-		if Classify(k) != Used {
-			t.Errorf("%q not used", k)
+		want := Ignored
+		if k.Status == configdef.Used {
+			want = Used
 		}
-		if !contains(ownKeys, k) && !contains(kafka24BrokerKeys, k) {
-			t.Errorf("used key %q is not a Kafka 2.4 broker key", k)
+		if got := Classify(k.Name); got != want {
+			t.Errorf("%q (%s) classified %v, want %v", k.Name, k.Status, got, want)
+		}
+		// Every used key is typed: bound to a Config field or parsed with a precedence rule.
+		if k.Status == configdef.Used && bound[k.Name] == nil && !slices.Contains(compositeKeys, k.Name) {
+			t.Errorf("used key %q is neither bound to a Config field nor in compositeKeys", k.Name)
 		}
 	}
 	for _, k := range compositeKeys {
-		if !contains(kafka24BrokerKeys, k) {
-			t.Errorf("used key %q is not a Kafka 2.4 broker key", k)
+		if Classify(k) != Used {
+			t.Errorf("composite key %q is not a used key of the table", k)
 		}
 	}
-	for _, k := range []string{"num.network.threads", "ssl.keystore.location", "log.cleaner.io.buffer.size"} {
+	for _, k := range []string{"num.network.threads", "ssl.keystore.location", "log.cleaner.io.buffer.size", "request.timeout.ms"} {
 		if Classify(k) != Ignored {
 			t.Errorf("%q should be known-unused", k)
 		}
@@ -524,15 +565,9 @@ func TestClassify(t *testing.T) {
 	if Classify("listener.name.") != Unknown {
 		t.Errorf("bare prefix should be unknown")
 	}
-}
-
-func contains(s []string, k string) bool {
-	for _, v := range s {
-		if v == k {
-			return true
-		}
+	if Classify("segment.bytes") != Unknown || Classify("leader.replication.throttled.rate") != Unknown {
+		t.Errorf("topic and dynamic-only keys must not be accepted in server.properties")
 	}
-	return false
 }
 
 func TestPrecedence(t *testing.T) {
@@ -758,5 +793,39 @@ func TestLocalAddress(t *testing.T) {
 	}
 	if Classify("isrbroker.local.address") != Used {
 		t.Errorf("isrbroker.local.address classified %v, want Used", Classify("isrbroker.local.address"))
+	}
+}
+
+// Known keys isrbroker does not use are typed and validated as Kafka would, then warned about
+// with the table's reason; unsupported keys stop start-up unless they keep Kafka's default;
+// dynamic-only keys do not belong in server.properties.
+func TestUnusedAndUnsupportedKeys(t *testing.T) {
+	_, warnings, err := Parse(with("num.io.threads", "16", "compression.type", "producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[1], "no fixed thread pools") || !strings.Contains(warnings[0], "exactly as the producer sent them") {
+		t.Fatalf("warnings %q, want one per key with its reason", warnings)
+	}
+	for _, tc := range []struct {
+		props map[string]string
+		kind  error
+		want  string
+	}{
+		{with("num.io.threads", "0"), ErrInvalidValue, `invalid value "0" for "num.io.threads": must be at least 1`},
+		{with("num.io.threads", "many"), ErrInvalidValue, `invalid value "many" for "num.io.threads": not an integer`},
+		{with("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"), ErrInvalidValue,
+			`invalid value "kafka.security.auth.SimpleAclAuthorizer" for "authorizer.class.name": isrbroker supports only an empty value: isrbroker has no authorization; every client may do everything`},
+		{with("compression.type", "gzip"), ErrInvalidValue,
+			`invalid value "gzip" for "compression.type": isrbroker supports only the default "producer": isrbroker stores record batches exactly as the producer sent them`},
+		{with("zookeeper.set.acl", "true"), ErrInvalidValue,
+			`invalid value "true" for "zookeeper.set.acl": isrbroker supports only the default "false": isrbroker writes znodes with open ACLs`},
+		{with("leader.replication.throttled.rate", "1000"), ErrUnknownKey,
+			`unknown config key "leader.replication.throttled.rate": it is a dynamic broker setting, written to ZooKeeper (/config/brokers), not to server.properties`},
+	} {
+		_, _, err := Parse(tc.props)
+		if !errors.Is(err, tc.kind) || err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
 	}
 }

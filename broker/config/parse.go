@@ -3,13 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // Load reads a server.properties file, applies the --override key=value pairs after it (later
@@ -46,171 +46,12 @@ func ParseOverride(s string) (string, string, error) {
 	return k, strings.TrimSpace(v), nil
 }
 
-// ownKeys are isrbroker's settings that Kafka does not have.
-var ownKeys = []string{"metrics.listen", "isrbroker.local.address"}
-
-// extraKnownKeys are settings an operator's Kafka 2.4 server.properties commonly carries that
-// are not KafkaConfig definitions but are read by Kafka's bundled plugins (the ACL authorizer).
-var extraKnownKeys = []string{"super.users", "allow.everyone.if.no.acl.found"}
-
-// knownPrefixes are Kafka's prefixed per-listener settings (listener.name.<name>.<config>).
+// knownPrefixes are Kafka's prefixed per-listener settings (listener.name.<name>.<config>),
+// which configure SSL and SASL listeners.
 var knownPrefixes = []string{"listener.name."}
 
-// topicSynonyms maps topic-level config names to their broker-level names
-// (LogConfig.TopicConfigSynonyms at 2.4.1): a topic name in server.properties is a mistake,
-// and the broker name is the hint.
-var topicSynonyms = map[string]string{
-	"segment.bytes":                       "log.segment.bytes",
-	"segment.ms":                          "log.roll.ms",
-	"segment.jitter.ms":                   "log.roll.jitter.ms",
-	"segment.index.bytes":                 "log.index.size.max.bytes",
-	"flush.messages":                      "log.flush.interval.messages",
-	"flush.ms":                            "log.flush.interval.ms",
-	"retention.bytes":                     "log.retention.bytes",
-	"retention.ms":                        "log.retention.ms",
-	"max.message.bytes":                   "message.max.bytes",
-	"index.interval.bytes":                "log.index.interval.bytes",
-	"delete.retention.ms":                 "log.cleaner.delete.retention.ms",
-	"min.compaction.lag.ms":               "log.cleaner.min.compaction.lag.ms",
-	"max.compaction.lag.ms":               "log.cleaner.max.compaction.lag.ms",
-	"file.delete.delay.ms":                "log.segment.delete.delay.ms",
-	"min.cleanable.dirty.ratio":           "log.cleaner.min.cleanable.ratio",
-	"cleanup.policy":                      "log.cleanup.policy",
-	"preallocate":                         "log.preallocate",
-	"message.format.version":              "log.message.format.version",
-	"message.timestamp.type":              "log.message.timestamp.type",
-	"message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
-	"message.downconversion.enable":       "log.message.downconversion.enable",
-}
-
-// setter types one property into the config.
-type setter func(c *Config, key, raw string) error
-
-// simpleKeys are the used properties that map to one field with no precedence rule.
-var simpleKeys = map[string]setter{
-	"broker.rack": func(c *Config, _, raw string) error { c.BrokerRack = raw; return nil },
-	"socket.request.max.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.SocketRequestMaxBytes, k, raw)
-	},
-	"request.timeout.ms":           msSetter(func(c *Config) *time.Duration { return &c.RequestTimeout }),
-	"zookeeper.session.timeout.ms": msSetter(func(c *Config) *time.Duration { return &c.ZookeeperSessionTimeout }),
-	"zookeeper.max.in.flight.requests": func(c *Config, k, raw string) error {
-		return setInt(&c.ZookeeperMaxInFlightRequests, k, raw)
-	},
-	"num.partitions": func(c *Config, k, raw string) error { return setInt32(&c.NumPartitions, k, raw) },
-	"default.replication.factor": func(c *Config, k, raw string) error {
-		return setInt16(&c.DefaultReplicationFactor, k, raw)
-	},
-	"offsets.topic.replication.factor": func(c *Config, k, raw string) error {
-		return setInt16(&c.OffsetsTopicReplicationFactor, k, raw)
-	},
-	"auto.create.topics.enable":      boolSetter(func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
-	"delete.topic.enable":            boolSetter(func(c *Config) *bool { return &c.DeleteTopicEnable }),
-	"unclean.leader.election.enable": boolSetter(func(c *Config) *bool { return &c.UncleanLeaderElectionEnable }),
-	"auto.leader.rebalance.enable":   boolSetter(func(c *Config) *bool { return &c.AutoLeaderRebalanceEnable }),
-	"controlled.shutdown.enable":     boolSetter(func(c *Config) *bool { return &c.ControlledShutdownEnable }),
-	"message.max.bytes":              func(c *Config, k, raw string) error { return setInt32(&c.MessageMaxBytes, k, raw) },
-	"min.insync.replicas":            func(c *Config, k, raw string) error { return setInt(&c.MinInsyncReplicas, k, raw) },
-	"log.segment.bytes":              func(c *Config, k, raw string) error { return setInt32(&c.LogSegmentBytes, k, raw) },
-	"log.retention.bytes":            func(c *Config, k, raw string) error { return setInt64(&c.LogRetentionBytes, k, raw) },
-	"log.retention.check.interval.ms": msSetter(func(c *Config) *time.Duration {
-		return &c.LogRetentionCheckInterval
-	}),
-	"log.index.interval.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.LogIndexIntervalBytes, k, raw)
-	},
-	"log.flush.interval.messages": func(c *Config, k, raw string) error {
-		return setInt64(&c.LogFlushIntervalMessages, k, raw)
-	},
-	"log.flush.offset.checkpoint.interval.ms": msSetter(func(c *Config) *time.Duration {
-		return &c.LogFlushOffsetCheckpointInterval
-	}),
-	"log.flush.start.offset.checkpoint.interval.ms": msSetter(func(c *Config) *time.Duration {
-		return &c.LogFlushStartOffsetCheckpointInterval
-	}),
-	"log.segment.delete.delay.ms": msSetter(func(c *Config) *time.Duration { return &c.FileDeleteDelay }),
-	"replica.lag.time.max.ms":     msSetter(func(c *Config) *time.Duration { return &c.ReplicaLagTimeMax }),
-	"num.replica.fetchers":        func(c *Config, k, raw string) error { return setInt(&c.NumReplicaFetchers, k, raw) },
-	"replica.fetch.backoff.ms":    msSetter(func(c *Config) *time.Duration { return &c.ReplicaFetchBackoff }),
-	"replica.fetch.wait.max.ms":   msSetter(func(c *Config) *time.Duration { return &c.ReplicaFetchWaitMax }),
-	"replica.fetch.min.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.ReplicaFetchMinBytes, k, raw)
-	},
-	"replica.fetch.max.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.ReplicaFetchMaxBytes, k, raw)
-	},
-	"replica.fetch.response.max.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.ReplicaFetchResponseMaxBytes, k, raw)
-	},
-	"replica.socket.timeout.ms": msSetter(func(c *Config) *time.Duration { return &c.ReplicaSocketTimeout }),
-	"replica.high.watermark.checkpoint.interval.ms": msSetter(func(c *Config) *time.Duration {
-		return &c.ReplicaHighWatermarkCheckpointInterval
-	}),
-	"controller.socket.timeout.ms": msSetter(func(c *Config) *time.Duration { return &c.ControllerSocketTimeout }),
-	"leader.imbalance.check.interval.seconds": func(c *Config, k, raw string) error {
-		return setScaled(&c.LeaderImbalanceCheckInterval, time.Second, k, raw)
-	},
-	"leader.imbalance.per.broker.percentage": func(c *Config, k, raw string) error {
-		return setInt(&c.LeaderImbalancePerBrokerPercentage, k, raw)
-	},
-	"controlled.shutdown.max.retries": func(c *Config, k, raw string) error {
-		return setInt(&c.ControlledShutdownMaxRetries, k, raw)
-	},
-	"controlled.shutdown.retry.backoff.ms": msSetter(func(c *Config) *time.Duration {
-		return &c.ControlledShutdownRetryBackoff
-	}),
-	"offsets.topic.num.partitions": func(c *Config, k, raw string) error {
-		return setInt32(&c.OffsetsTopicNumPartitions, k, raw)
-	},
-	"offsets.topic.segment.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.OffsetsTopicSegmentBytes, k, raw)
-	},
-	"offsets.commit.required.acks": func(c *Config, k, raw string) error {
-		return setInt16(&c.OffsetsCommitRequiredAcks, k, raw)
-	},
-	"offsets.commit.timeout.ms": msSetter(func(c *Config) *time.Duration { return &c.OffsetsCommitTimeout }),
-	"offsets.retention.minutes": func(c *Config, k, raw string) error {
-		return setScaled(&c.OffsetsRetention, time.Minute, k, raw)
-	},
-	"offsets.retention.check.interval.ms": msSetter(func(c *Config) *time.Duration { return &c.OffsetsRetentionCheckInterval }),
-	"offsets.load.buffer.size": func(c *Config, k, raw string) error {
-		return setInt32(&c.OffsetsLoadBufferSize, k, raw)
-	},
-	"offset.metadata.max.bytes": func(c *Config, k, raw string) error {
-		return setInt32(&c.OffsetMetadataMaxBytes, k, raw)
-	},
-	"group.min.session.timeout.ms":     msSetter(func(c *Config) *time.Duration { return &c.GroupMinSessionTimeout }),
-	"group.max.session.timeout.ms":     msSetter(func(c *Config) *time.Duration { return &c.GroupMaxSessionTimeout }),
-	"group.initial.rebalance.delay.ms": msSetter(func(c *Config) *time.Duration { return &c.GroupInitialRebalanceDelay }),
-	"group.max.size":                   func(c *Config, k, raw string) error { return setInt32(&c.GroupMaxSize, k, raw) },
-	"log.cleanup.policy":               setCleanupPolicy,
-	"log.cleaner.enable":               boolSetter(func(c *Config) *bool { return &c.LogCleanerEnable }),
-	"log.cleaner.threads":              func(c *Config, k, raw string) error { return setInt(&c.LogCleanerThreads, k, raw) },
-	"log.cleaner.min.cleanable.ratio": func(c *Config, k, raw string) error {
-		return setFloat(&c.LogCleanerMinCleanableRatio, k, raw)
-	},
-	"log.cleaner.min.compaction.lag.ms": func(c *Config, k, raw string) error {
-		return setInt64(&c.LogCleanerMinCompactionLagMs, k, raw)
-	},
-	"log.cleaner.max.compaction.lag.ms": func(c *Config, k, raw string) error {
-		return setInt64(&c.LogCleanerMaxCompactionLagMs, k, raw)
-	},
-	"log.cleaner.delete.retention.ms": func(c *Config, k, raw string) error {
-		return setInt64(&c.LogCleanerDeleteRetentionMs, k, raw)
-	},
-	"log.cleaner.backoff.ms": msSetter(func(c *Config) *time.Duration { return &c.LogCleanerBackoff }),
-	"log.cleaner.dedupe.buffer.size": func(c *Config, k, raw string) error {
-		return setInt64(&c.LogCleanerDedupeBufferSize, k, raw)
-	},
-	"metrics.listen": func(c *Config, _, raw string) error { c.MetricsListen = raw; return nil },
-	"isrbroker.local.address": func(c *Config, _, raw string) error {
-		c.LocalAddress = raw
-		return nil
-	},
-}
-
-// compositeKeys are used properties handled together in Parse because of a precedence rule
-// or a derived default.
+// compositeKeys are used keys handled together in parseComposite because of a precedence rule
+// or a derived default. Every other used key is bound to a Config field by its struct tag.
 var compositeKeys = []string{
 	"broker.id", "zookeeper.connect", "zookeeper.connection.timeout.ms",
 	"log.dirs", "log.dir",
@@ -221,36 +62,6 @@ var compositeKeys = []string{
 	"listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
 }
 
-var (
-	usedSet   = map[string]bool{}
-	unusedSet = map[string]bool{}
-	allKnown  []string // every accepted key, for typo hints
-)
-
-func init() {
-	for k := range simpleKeys {
-		usedSet[k] = true
-	}
-	for _, k := range compositeKeys {
-		usedSet[k] = true
-	}
-	for _, k := range kafka24BrokerKeys {
-		if !usedSet[k] {
-			unusedSet[k] = true
-		}
-	}
-	for _, k := range extraKnownKeys {
-		unusedSet[k] = true
-	}
-	for k := range usedSet {
-		allKnown = append(allKnown, k)
-	}
-	for k := range unusedSet {
-		allKnown = append(allKnown, k)
-	}
-	sort.Strings(allKnown)
-}
-
 // Class says how isrbroker treats a property name.
 type Class int
 
@@ -258,15 +69,15 @@ type Class int
 const (
 	Unknown Class = iota // no Kafka 2.4 broker setting: a typo, start-up stops
 	Used                 // typed and validated by isrbroker
-	Ignored              // a real Kafka 2.4 setting isrbroker does not use yet: one warning
+	Ignored              // a real Kafka 2.4 setting isrbroker does not use: one warning
 )
 
 // Classify reports how a property name is treated.
 func Classify(key string) Class {
-	if usedSet[key] {
-		return Used
-	}
-	if unusedSet[key] {
+	if k, ok := configdef.Lookup(key, configdef.Broker); ok {
+		if k.Status == configdef.Used {
+			return Used
+		}
 		return Ignored
 	}
 	for _, p := range knownPrefixes {
@@ -277,51 +88,33 @@ func Classify(key string) Class {
 	return Unknown
 }
 
-// Suggest returns the known key nearest to key by edit distance, or "" if none is close.
-func Suggest(key string) string {
-	if s, ok := topicSynonyms[key]; ok {
-		return s
+// Suggest returns the broker key nearest to key, or "" if none is close; a topic-level key
+// suggests its broker-level synonym.
+func Suggest(key string) string { return configdef.Suggest(key, configdef.Broker) }
+
+// unknownKey is the error for a key that is not a broker setting, with the best hint.
+func unknownKey(k string) *Error {
+	e := &Error{Kind: ErrUnknownKey, Key: k, Hint: Suggest(k)}
+	if t, ok := configdef.Lookup(k, configdef.Topic); ok && t.Synonym != "" {
+		e.Reason = "it is a topic-level setting; the broker-wide default is " + strconv.Quote(t.Synonym)
+	} else if _, ok := configdef.Lookup(k, configdef.DynamicBroker); ok {
+		e.Reason = "it is a dynamic broker setting, written to ZooKeeper (/config/brokers), not to server.properties"
 	}
-	best, bestD := "", math.MaxInt
-	for _, k := range allKnown {
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	limit := len(key) / 4
-	if limit < 2 {
-		limit = 2
-	}
-	if bestD > limit {
-		return ""
-	}
-	return best
+	return e
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// fromTable converts configdef's value error into this package's.
+func fromTable(err error) error {
+	var pe *configdef.ParseError
+	if errors.As(err, &pe) {
+		return &Error{Kind: ErrInvalidValue, Key: pe.Key, Value: pe.Value, Reason: pe.Reason}
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return err
 }
 
 // Parse types and validates merged properties (file then overrides). Unknown keys are an
 // error with the nearest known key as a hint; known Kafka settings isrbroker does not use
-// each produce one warning, sorted by key.
+// are typed and validated as Kafka would, then each produces one warning, sorted by key.
 func Parse(props map[string]string) (*Config, []string, error) {
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -333,20 +126,26 @@ func Parse(props map[string]string) (*Config, []string, error) {
 	for _, k := range keys {
 		switch Classify(k) {
 		case Unknown:
-			e := &Error{Kind: ErrUnknownKey, Key: k, Hint: Suggest(k)}
-			if _, ok := topicSynonyms[k]; ok {
-				e.Reason = "it is a topic-level setting; the broker-wide default is " + strconv.Quote(e.Hint)
-			}
-			return nil, nil, e
+			return nil, nil, unknownKey(k)
 		case Ignored:
-			warnings = append(warnings, fmt.Sprintf("config key %q is a Kafka 2.4 broker setting that isrbroker does not use; ignored", k))
+			why := "a per-listener setting of SSL and SASL listeners"
+			if key, ok := configdef.Lookup(k, configdef.Broker); ok {
+				if _, err := key.ParseValid(props[k]); err != nil {
+					return nil, nil, fromTable(err)
+				}
+				if err := key.CheckSupported(props[k]); err != nil {
+					return nil, nil, fromTable(err)
+				}
+				why = key.Reason
+			}
+			warnings = append(warnings, fmt.Sprintf("config key %q is a Kafka 2.4 broker setting that isrbroker does not use (%s); ignored", k, why))
 		}
 	}
 
 	c := Default()
 	for _, k := range keys {
-		if set, ok := simpleKeys[k]; ok {
-			if err := set(c, k, props[k]); err != nil {
+		if b, ok := bound[k]; ok && !slices.Contains(compositeKeys, k) {
+			if err := b.set(c, props[k]); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -385,7 +184,7 @@ func (c *Config) parseComposite(props map[string]string, derived map[string][2]s
 	// zookeeper.connection.timeout.ms defaults to zookeeper.session.timeout.ms.
 	c.ZookeeperConnectionTimeout = c.ZookeeperSessionTimeout
 	if v, ok := get("zookeeper.connection.timeout.ms"); ok {
-		if err := setScaled(&c.ZookeeperConnectionTimeout, time.Millisecond, "zookeeper.connection.timeout.ms", v); err != nil {
+		if err := bound["zookeeper.connection.timeout.ms"].set(c, v); err != nil {
 			return err
 		}
 	}
@@ -419,7 +218,7 @@ func (c *Config) parseComposite(props map[string]string, derived map[string][2]s
 	// KafkaConfig.getLogRetentionTimeMillis.
 	switch {
 	case has(props, "log.retention.ms"):
-		if err := setInt64(&c.LogRetentionMs, "log.retention.ms", props["log.retention.ms"]); err != nil {
+		if err := bound["log.retention.ms"].set(c, props["log.retention.ms"]); err != nil {
 			return err
 		}
 	case has(props, "log.retention.minutes"):
@@ -438,7 +237,7 @@ func (c *Config) parseComposite(props map[string]string, derived map[string][2]s
 	// Segment roll: ms > hours (log.roll.hours must be at least 1 in Kafka).
 	switch {
 	case has(props, "log.roll.ms"):
-		if err := setInt64(&c.LogRollMs, "log.roll.ms", props["log.roll.ms"]); err != nil {
+		if err := bound["log.roll.ms"].set(c, props["log.roll.ms"]); err != nil {
 			return err
 		}
 	case has(props, "log.roll.hours"):
@@ -450,7 +249,7 @@ func (c *Config) parseComposite(props map[string]string, derived map[string][2]s
 	// log.flush.interval.ms defaults to log.flush.scheduler.interval.ms (Long.MaxValue).
 	switch {
 	case has(props, "log.flush.interval.ms"):
-		if err := setInt64(&c.LogFlushIntervalMs, "log.flush.interval.ms", props["log.flush.interval.ms"]); err != nil {
+		if err := bound["log.flush.interval.ms"].set(c, props["log.flush.interval.ms"]); err != nil {
 			return err
 		}
 	case has(props, "log.flush.scheduler.interval.ms"):
@@ -708,41 +507,10 @@ func parseInteger(key, raw string, bits int) (int64, error) {
 	return v, nil
 }
 
-func setInt16(dst *int16, key, raw string) error {
-	v, err := parseInteger(key, raw, 16)
-	*dst = int16(v)
-	return err
-}
-
 func setInt32(dst *int32, key, raw string) error {
 	v, err := parseInteger(key, raw, 32)
 	*dst = int32(v)
 	return err
-}
-
-func setInt(dst *int, key, raw string) error {
-	v, err := parseInteger(key, raw, 32)
-	*dst = int(v)
-	return err
-}
-
-func setInt64(dst *int64, key, raw string) error {
-	v, err := parseInteger(key, raw, 64)
-	*dst = v
-	return err
-}
-
-// setScaled types a count of unit (ms or s) as a duration, rejecting overflow.
-func setScaled(dst *time.Duration, unit time.Duration, key, raw string) error {
-	v, err := parseInteger(key, raw, 64)
-	if err != nil {
-		return err
-	}
-	if v > int64(math.MaxInt64/unit) || v < int64(math.MinInt64/unit) {
-		return invalid(key, raw, "too large")
-	}
-	*dst = time.Duration(v) * unit
-	return nil
 }
 
 // setMsFrom types a minutes/hours property into a millisecond field, recording which
@@ -757,49 +525,8 @@ func setMsFrom(dst *int64, factor int64, key, raw string, derived map[string][2]
 	return nil
 }
 
-// setFloat types a Java double property.
-func setFloat(dst *float64, key, raw string) error {
-	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return invalid(key, raw, "not a number")
-	}
+func setInt64(dst *int64, key, raw string) error {
+	v, err := parseInteger(key, raw, 64)
 	*dst = v
-	return nil
-}
-
-// setCleanupPolicy types log.cleanup.policy: a comma-separated list of "delete" and "compact".
-func setCleanupPolicy(c *Config, key, raw string) error {
-	var out []string
-	for _, p := range strings.Split(raw, ",") {
-		p = strings.ToLower(strings.TrimSpace(p))
-		if p != "delete" && p != "compact" {
-			return invalid(key, raw, "each policy must be delete or compact")
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	c.LogCleanupPolicy = out
-	return nil
-}
-
-func msSetter(field func(*Config) *time.Duration) setter {
-	return func(c *Config, key, raw string) error {
-		return setScaled(field(c), time.Millisecond, key, raw)
-	}
-}
-
-// boolSetter accepts true/false in any case, as Kafka's ConfigDef does.
-func boolSetter(field func(*Config) *bool) setter {
-	return func(c *Config, key, raw string) error {
-		switch strings.ToLower(strings.TrimSpace(raw)) {
-		case "true":
-			*field(c) = true
-		case "false":
-			*field(c) = false
-		default:
-			return invalid(key, raw, "not a boolean (true or false)")
-		}
-		return nil
-	}
+	return err
 }

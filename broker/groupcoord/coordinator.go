@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/fetcher"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
@@ -68,37 +69,35 @@ type Config struct {
 	Log      logrus.FieldLogger
 }
 
+// setDefaults fills unset settings with the configdef table's defaults (main passes every
+// setting from server.properties; tests only some). offsets.commit.required.acks 0 is "unset"
+// here, as in Kafka's OffsetConfig a 0 would never be acknowledged.
 func (c *Config) setDefaults() {
-	if c.OffsetsTopicNumPartitions <= 0 {
-		c.OffsetsTopicNumPartitions = 50
+	b := configdef.Broker
+	i32 := func(v *int32, key string) {
+		if *v <= 0 {
+			*v = int32(configdef.IntDefault(key, b))
+		}
 	}
+	dur := func(d *time.Duration, key string) {
+		if *d <= 0 {
+			*d = configdef.DurationDefault(key, b)
+		}
+	}
+	i32(&c.OffsetsTopicNumPartitions, "offsets.topic.num.partitions")
+	i32(&c.OffsetsTopicSegmentBytes, "offsets.topic.segment.bytes")
+	i32(&c.OffsetsLoadBufferSize, "offsets.load.buffer.size")
+	i32(&c.GroupMaxSize, "group.max.size")
 	if c.OffsetsTopicReplicationFactor <= 0 {
-		c.OffsetsTopicReplicationFactor = 3
-	}
-	if c.OffsetsTopicSegmentBytes <= 0 {
-		c.OffsetsTopicSegmentBytes = 100 << 20
+		c.OffsetsTopicReplicationFactor = int16(configdef.IntDefault("offsets.topic.replication.factor", b))
 	}
 	if c.OffsetsCommitRequiredAcks == 0 {
-		c.OffsetsCommitRequiredAcks = -1
+		c.OffsetsCommitRequiredAcks = int16(configdef.IntDefault("offsets.commit.required.acks", b))
 	}
-	if c.OffsetsCommitTimeout <= 0 {
-		c.OffsetsCommitTimeout = 5 * time.Second
-	}
-	if c.OffsetsRetention <= 0 {
-		c.OffsetsRetention = 7 * 24 * time.Hour
-	}
-	if c.OffsetsRetentionCheckInterval <= 0 {
-		c.OffsetsRetentionCheckInterval = 10 * time.Minute
-	}
-	if c.OffsetsLoadBufferSize <= 0 {
-		c.OffsetsLoadBufferSize = 5 << 20
-	}
-	if c.GroupMaxSessionTimeout <= 0 {
-		c.GroupMaxSessionTimeout = 30 * time.Minute
-	}
-	if c.GroupMaxSize <= 0 {
-		c.GroupMaxSize = 1<<31 - 1
-	}
+	dur(&c.OffsetsCommitTimeout, "offsets.commit.timeout.ms")
+	dur(&c.OffsetsRetention, "offsets.retention.minutes")
+	dur(&c.OffsetsRetentionCheckInterval, "offsets.retention.check.interval.ms")
+	dur(&c.GroupMaxSessionTimeout, "group.max.session.timeout.ms")
 	if c.Clock == nil {
 		c.Clock = RealClock
 	}

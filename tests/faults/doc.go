@@ -20,6 +20,9 @@
 //	R  replicas' batches below the HW differ (offset, leader epoch, CRC, length; divergent)
 //	E  leader_epoch or controller_epoch going back in ZooKeeper
 //	U  not everything readable within 60 s of healing
+//	G  (row 15, consumer groups) a committed offset going back, a record below the final
+//	   commit never processed, a member starting a partition below a commit acknowledged
+//	   before, final commits not at the end offsets (cluster.GroupJournal)
 //
 // Each scenario prints one line to stdout:
 //

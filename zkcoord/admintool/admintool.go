@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -155,7 +156,8 @@ func parseReplicaAssignment(s string) (map[int32][]int32, error) {
 	return out, nil
 }
 
-// parseConfigs parses repeated --config k=v (a value may hold commas and '=').
+// parseConfigs parses repeated --config k=v (a value may hold commas and '=') and checks each
+// against configdef's topic keys, so that a typo fails before anything is written.
 func parseConfigs(kvs []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, kv := range kvs {
@@ -164,6 +166,9 @@ func parseConfigs(kvs []string) (map[string]string, error) {
 			return nil, fmt.Errorf("invalid --config %q: want key=value", kv)
 		}
 		out[strings.TrimSpace(kv[:i])] = strings.TrimSpace(kv[i+1:])
+	}
+	if err := configdef.ValidateTopicConfigs(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -221,3 +221,31 @@ func TestConfigListenerDeliversScanAndChanges(t *testing.T) {
 		t.Fatal("another broker's config delivered")
 	}
 }
+
+// TestIsrWriteOutcomeUnknown: a write that gives up without an answer (here: the session is
+// closed) wraps ErrIsrWriteOutcomeUnknown, marked OutcomeUnknown for the replica manager,
+// which then re-reads the state with ReadLeaderAndIsr.
+func TestIsrWriteOutcomeUnknown(t *testing.T) {
+	srv, admin := setup(t)
+	zkclient.CreateRecursive(admin, zkdata.TopicPartitionPath("t", 0))
+	admin.Create(zkdata.PartitionStatePath("t", 0), zkdata.EncodeState(1, 4, []int32{1, 2}, 7), 0)
+	admin.Set(zkdata.PartitionStatePath("t", 0), zkdata.EncodeState(1, 4, []int32{1, 2}, 7), -1)
+	w := NewIsrWriter(admin, IsrConfig{Log: testLog()})
+	leader, epoch, isr, version, err := w.ReadLeaderAndIsr("t", 0)
+	if err != nil || leader != 1 || epoch != 4 || !slices.Equal(isr, []int32{1, 2}) || version != 1 {
+		t.Fatalf("read: %d %d %v %d %v", leader, epoch, isr, version, err)
+	}
+	if _, _, _, _, err := w.ReadLeaderAndIsr("t", 9); !errors.Is(err, zkdata.ErrUnknownTopic) {
+		t.Fatalf("read of a missing partition: %v", err)
+	}
+	closed := srv.Connect(nil)
+	closed.Close()
+	_, err = NewIsrWriter(closed, IsrConfig{Log: testLog()}).UpdateLeaderAndIsr("t", 0, 1, 4, []int32{1}, 7, 1)
+	var marked interface{ OutcomeUnknown() bool }
+	if !errors.Is(err, ErrIsrWriteOutcomeUnknown) || !errors.As(err, &marked) || !marked.OutcomeUnknown() {
+		t.Fatalf("write without an answer: %v", err)
+	}
+	if _, err := w.UpdateLeaderAndIsr("t", 0, 1, 4, []int32{1}, 7, 0); !errors.Is(err, ErrBadVersion) || errors.Is(err, ErrIsrWriteOutcomeUnknown) {
+		t.Fatalf("a stale zkVersion is a known outcome: %v", err)
+	}
+}

@@ -70,13 +70,18 @@ func (w *IsrWriter) UpdateLeaderAndIsr(topic string, partition int32, leader, le
 	data := zkdata.EncodeState(leader, leaderEpoch, isr, controllerEpoch)
 	st, err := w.conn.Set(path, data, zkVersion)
 	switch {
+	case err != nil && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode):
+		// The connection was lost (or the session expired) and the retries ran out: the write
+		// may have committed. The leader re-reads the state and reconciles.
+		return 0, fmt.Errorf("%w: %v", ErrIsrWriteOutcomeUnknown, err)
 	case err == nil:
 		w.record(zkdata.TopicPartition{Topic: topic, Partition: partition})
 		return st.Version, nil
 	case errors.Is(err, zk.ErrBadVersion):
 		cur, st, gerr := w.conn.Get(path)
 		if gerr != nil {
-			return 0, fmt.Errorf("%w: %v", ErrBadVersion, gerr)
+			// A retried write may be the one that committed: the outcome is unknown.
+			return 0, fmt.Errorf("%w: re-reading after BADVERSION: %v", ErrIsrWriteOutcomeUnknown, gerr)
 		}
 		ps, derr := zkdata.DecodeState(cur)
 		if derr == nil && ps.Leader == leader && ps.LeaderEpoch == leaderEpoch &&
@@ -88,11 +93,43 @@ func (w *IsrWriter) UpdateLeaderAndIsr(topic string, partition int32, leader, le
 			WithField("zkVersion", zkVersion).WithField("storedZkVersion", st.Version).
 			Info("cached zkVersion not equal to that in ZooKeeper, skip updating ISR")
 		return 0, ErrBadVersion
-	case errors.Is(err, zk.ErrNoNode):
+	default: // zk.ErrNoNode
 		return 0, zkdata.ErrUnknownTopic
-	default:
-		return 0, err
 	}
+}
+
+// ErrIsrWriteOutcomeUnknown is wrapped by UpdateLeaderAndIsr's error when it gave up without
+// knowing whether the write committed. It has an OutcomeUnknown method (true), by which the
+// replica manager recognises it without importing this package.
+var ErrIsrWriteOutcomeUnknown error = outcomeUnknownError{}
+
+type outcomeUnknownError struct{}
+
+func (outcomeUnknownError) Error() string {
+	return "zkcoord: ISR write outcome unknown (connection lost before the answer)"
+}
+
+// OutcomeUnknown marks the error for replicamanager.IsOutcomeUnknown.
+func (outcomeUnknownError) OutcomeUnknown() bool { return true }
+
+// ReadLeaderAndIsr reads a partition's state znode for a leader that reconciles after an ISR
+// write with an unknown outcome (replicamanager.IsrWriter).
+func (w *IsrWriter) ReadLeaderAndIsr(topic string, partition int32) (leader, leaderEpoch int32, isr []int32, zkVersion int32, err error) {
+	if !zkdata.ValidTopicName(topic) {
+		return 0, 0, nil, 0, zkdata.ErrUnknownTopic
+	}
+	data, st, err := w.conn.Get(zkdata.PartitionStatePath(topic, partition))
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, 0, nil, 0, zkdata.ErrUnknownTopic
+	}
+	if err != nil {
+		return 0, 0, nil, 0, err
+	}
+	ps, err := zkdata.DecodeState(data)
+	if err != nil {
+		return 0, 0, nil, 0, err
+	}
+	return ps.Leader, ps.LeaderEpoch, ps.ISR, st.Version, nil
 }
 
 func (w *IsrWriter) record(tp zkdata.TopicPartition) {

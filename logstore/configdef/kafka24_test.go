@@ -1,8 +1,7 @@
-package config
+package configdef
 
-// kafka24BrokerKeys lists every broker setting defined by Kafka 2.4.1 (KafkaConfig.configDef,
-// tag 2.4.1). Only the names are recorded; isrbroker types the ones it uses in keys.go's
-// usedKeys and accepts the rest with one warning each.
+// kafka24BrokerKeys lists every broker setting Kafka 2.4.1 defines (KafkaConfig.configDef at tag
+// 2.4.1): the oracle TestKafka24KeysDeclared checks the table against.
 var kafka24BrokerKeys = []string{
 	"advertised.host.name",
 	"advertised.listeners",
@@ -197,3 +196,27 @@ var kafka24BrokerKeys = []string{
 	"zookeeper.set.acl",
 	"zookeeper.sync.time.ms",
 }
+
+// kafka24TopicKeys lists every topic setting Kafka 2.4.1 defines (LogConfig.configDef).
+var kafka24TopicKeys = []string{
+	"cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
+	"flush.messages", "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+	"leader.replication.throttled.replicas", "max.compaction.lag.ms", "max.message.bytes",
+	"message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms",
+	"message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas",
+	"preallocate", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+	"segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
+}
+
+// kafka24DynamicBrokerKeys lists DynamicConfig.Broker's keys (set only in /config/brokers).
+var kafka24DynamicBrokerKeys = []string{
+	"follower.replication.throttled.rate", "leader.replication.throttled.rate",
+	"replica.alter.log.dirs.io.max.bytes.per.second",
+}
+
+// isrbrokerKeys are isrbroker's own broker keys; pluginKeys are read by Kafka's bundled ACL
+// authorizer rather than KafkaConfig.
+var (
+	isrbrokerKeys = []string{"metrics.listen", "isrbroker.local.address"}
+	pluginKeys    = []string{"super.users", "allow.everyone.if.no.acl.found"}
+)

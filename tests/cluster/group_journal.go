@@ -1,0 +1,553 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Consumer-group helpers shared by tests/integration, tests/clients and tests/faults: where a
+// group's coordinator should be, and a journal of what a group's members processed and
+// committed, checked without the broker's code (docs/reliability.md, row 15).
+
+// OffsetsTopic is Kafka's internal topic of group metadata and committed offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// JavaStringHash is Java's String.hashCode over the UTF-16 code units of s (int32 overflow).
+func JavaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 { // a surrogate pair in UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// OffsetsPartitionFor is the __consumer_offsets partition holding group's metadata and
+// commits: Kafka's Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, where
+// Utils.abs maps Integer.MIN_VALUE to 0 and is Math.abs otherwise.
+func OffsetsPartitionFor(group string, partitions int32) int32 {
+	h := JavaStringHash(group)
+	switch {
+	case h == -1<<31:
+		h = 0
+	case h < 0:
+		h = -h
+	}
+	return h % partitions
+}
+
+// GroupCoordinator asks FindCoordinator (kadm) which broker coordinates group.
+func (c *Cluster) GroupCoordinator(ctx context.Context, group string) (int32, error) {
+	resps := c.Admin().FindGroupCoordinators(ctx, group)
+	r, ok := resps[group]
+	if !ok {
+		return -1, fmt.Errorf("FindCoordinator: no answer for group %q", group)
+	}
+	if r.Err != nil {
+		return -1, fmt.Errorf("FindCoordinator(%s): %w", group, r.Err)
+	}
+	return r.NodeID, nil
+}
+
+// DescribeGroup describes one group (DescribeGroups through kadm).
+func (c *Cluster) DescribeGroup(ctx context.Context, group string) (kadm.DescribedGroup, error) {
+	ds, err := c.Admin().DescribeGroups(ctx, group)
+	if err != nil {
+		return kadm.DescribedGroup{}, err
+	}
+	d, ok := ds[group]
+	if !ok {
+		return kadm.DescribedGroup{}, fmt.Errorf("DescribeGroups: no answer for group %q", group)
+	}
+	return d, d.Err
+}
+
+// MemberPartitions returns, per member id, the partitions of topic assigned to it, decoded
+// from the consumer protocol's assignment.
+func MemberPartitions(d kadm.DescribedGroup, topic string) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, m := range d.Members {
+		out[m.MemberID] = nil
+		if ca, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range ca.Topics {
+				if t.Topic == topic {
+					out[m.MemberID] = append(out[m.MemberID], t.Partitions...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WaitGroupStable waits until group is Stable with exactly members members that, together,
+// are assigned every one of topic's partitions, each once; it returns the description.
+func (c *Cluster) WaitGroupStable(group, topic string, partitions int32, members int, timeout time.Duration) kadm.DescribedGroup {
+	c.t.Helper()
+	var d kadm.DescribedGroup
+	WaitFor(c.t, timeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		if d, err = c.DescribeGroup(ctx, group); err != nil {
+			return false, fmt.Sprintf("describe group %s: %v", group, err)
+		}
+		if d.State != "Stable" || len(d.Members) != members {
+			return false, fmt.Sprintf("group %s is %s with %d members, want Stable with %d", group, d.State, len(d.Members), members)
+		}
+		seen := map[int32]int{}
+		for _, ps := range MemberPartitions(d, topic) {
+			for _, p := range ps {
+				seen[p]++
+			}
+		}
+		for p := int32(0); p < partitions; p++ {
+			if seen[p] != 1 {
+				return false, fmt.Sprintf("group %s: partition %d assigned %d times: %v", group, p, seen[p], MemberPartitions(d, topic))
+			}
+		}
+		return true, ""
+	})
+	return d
+}
+
+// CommittedOffsets fetches group's committed offsets for topic (OffsetFetch through kadm);
+// partitions without a commit are absent.
+func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	resps, err := c.Admin().FetchOffsetsForTopics(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := resps.Error(); err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	resps.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out, nil
+}
+
+// WaitCommitted waits until group's committed offset of every partition of topic equals ends.
+func (c *Cluster) WaitCommitted(group, topic string, ends map[int32]int64, timeout time.Duration) {
+	c.t.Helper()
+	WaitFor(c.t, timeout, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := c.CommittedOffsets(ctx, group, topic)
+		if err != nil {
+			return false, fmt.Sprintf("OffsetFetch(%s): %v", group, err)
+		}
+		for p, end := range ends {
+			if got[p] != end {
+				return false, fmt.Sprintf("group %s committed %v, want the end offsets %v", group, got, ends)
+			}
+		}
+		return true, ""
+	})
+}
+
+// Observer is the member name of commits seen by a GroupJournal's OffsetFetch watcher.
+const Observer = "offset-fetch-watcher"
+
+// GroupProcessed is one record a member handed to the application.
+type GroupProcessed struct {
+	Member    string
+	Partition int32
+	Offset    int64
+	Value     string
+	// At is taken before the client returned the record (before the poll that returned it),
+	// so no commit covering the record can have been acknowledged before At.
+	At time.Time
+}
+
+// GroupCommit is one committed offset (the next offset to read) acknowledged to a member, or
+// read back by the journal's OffsetFetch watcher (Member == Observer).
+type GroupCommit struct {
+	Member    string
+	Partition int32
+	Offset    int64
+	At        time.Time // when the acknowledgement, or the OffsetFetch answer, arrived
+}
+
+// GroupJournal records what the members of one group processed and committed on one topic.
+// Safe for concurrent use.
+type GroupJournal struct {
+	mu          sync.Mutex
+	processed   []GroupProcessed
+	commits     []GroupCommit
+	watchErrs   map[string]int
+	lateCommits bool
+}
+
+// AllowLateCommit is for clients whose commit of a record can be sent in the generation after
+// the one that delivered it (segmentio/kafka-go's Reader: one commit queue for every
+// generation, served after the new generation's OffsetFetch): the member then taking the
+// partition (the same or another) may start just below that late commit. Check counts such
+// sessions apart (LateCommitRereads) when they start at or above every earlier commit.
+func (j *GroupJournal) AllowLateCommit() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lateCommits = true
+}
+
+// NewGroupJournal returns an empty journal.
+func NewGroupJournal() *GroupJournal { return &GroupJournal{watchErrs: map[string]int{}} }
+
+// Processed records that member handed the record at partition/offset to the application; at
+// must be taken before the poll that returned it.
+func (j *GroupJournal) Processed(member string, partition int32, offset int64, value []byte, at time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.processed = append(j.processed, GroupProcessed{member, partition, offset, string(value), at})
+}
+
+// Committed records that the coordinator acknowledged member's commit of offset (the next
+// offset to read) for partition.
+func (j *GroupJournal) Committed(member string, partition int32, offset int64) {
+	now := time.Now()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.commits = append(j.commits, GroupCommit{member, partition, offset, now})
+}
+
+// ProcessedCount returns how many records were processed (repeats included).
+func (j *GroupJournal) ProcessedCount() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.processed)
+}
+
+// ProcessedRecords returns a copy of every processed record, in the order journaled.
+func (j *GroupJournal) ProcessedRecords() []GroupProcessed {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]GroupProcessed(nil), j.processed...)
+}
+
+// ProcessedBy returns the distinct partitions member processed records of.
+func (j *GroupJournal) ProcessedBy(member string) []int32 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	set := map[int32]bool{}
+	for _, p := range j.processed {
+		if p.Member == member {
+			set[p.Partition] = true
+		}
+	}
+	var out []int32
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// Commits returns a copy of the commits recorded so far.
+func (j *GroupJournal) Commits() []GroupCommit {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]GroupCommit(nil), j.commits...)
+}
+
+// WatchCommits polls group's committed offsets for topic with OffsetFetch every interval
+// until ctx ends, recording each answer (Member == Observer). The returned channel is closed
+// when the watcher has stopped. Errors (a coordinator moving, loading) are counted, not fatal.
+func (j *GroupJournal) WatchCommits(ctx context.Context, c *Cluster, group, topic string, interval time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			got, err := c.CommittedOffsets(rctx, group, topic)
+			cancel()
+			now := time.Now()
+			j.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					j.watchErrs[err.Error()]++
+				}
+			} else {
+				for p, o := range got {
+					j.commits = append(j.commits, GroupCommit{Observer, p, o, now})
+				}
+			}
+			j.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done
+}
+
+// WatchErrors returns how often the OffsetFetch watcher failed, by error.
+func (j *GroupJournal) WatchErrors() map[string]int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range j.watchErrs {
+		out[k] = v
+	}
+	return out
+}
+
+// GroupCheck is the outcome of GroupJournal.Check.
+type GroupCheck struct {
+	Processed int // records handed to the application, repeats included
+	Repeated  int // of those, records processed before (the uncommitted tail re-read)
+	Sessions  int // runs of consecutive offsets one member processed on one partition
+	// LateCommitRereads counts sessions started below the latest commit acknowledged before
+	// them but at or above every earlier one (AllowLateCommit).
+	LateCommitRereads int
+	CommitsSeen       int      // commits acknowledged to members or read back by the watcher
+	Violations        []string // each finding, in words
+}
+
+// Check judges the journal against what was produced (values[p][offset], offsets 0..n-1 of
+// every partition) and returns the findings:
+//   - skipped: a produced record nobody processed;
+//   - phantom: a processed record whose value differs from the one produced at its offset;
+//   - backwards: per partition, the commits acknowledged to members (in acknowledgement
+//     order), or the watcher's successive OffsetFetch answers, going down;
+//   - re-read below a commit: a member began processing a partition (a session: a run of
+//     consecutive offsets) below an offset whose commit was acknowledged before the poll that
+//     returned the session's first record: only the uncommitted tail may be processed twice;
+//   - committed past the end, or, when finalCommitted is given, a final committed offset
+//     above which something was never processed or below the end.
+func (j *GroupJournal) Check(values map[int32][]string, finalCommitted map[int32]int64) GroupCheck {
+	j.mu.Lock()
+	processed := append([]GroupProcessed(nil), j.processed...)
+	commits := append([]GroupCommit(nil), j.commits...)
+	lateCommits := j.lateCommits
+	j.mu.Unlock()
+	res := GroupCheck{Processed: len(processed), CommitsSeen: len(commits)}
+	bad := func(format string, args ...any) {
+		if len(res.Violations) < 30 {
+			res.Violations = append(res.Violations, fmt.Sprintf(format, args...))
+		} else if len(res.Violations) == 30 {
+			res.Violations = append(res.Violations, "(more findings left out)")
+		}
+	}
+
+	seen := map[int32]map[int64]int{}
+	for _, r := range processed {
+		vs := values[r.Partition]
+		if r.Offset < 0 || r.Offset >= int64(len(vs)) || vs[r.Offset] != r.Value {
+			bad("phantom: %s processed partition %d offset %d value %q, which was not produced there", r.Member, r.Partition, r.Offset, r.Value)
+			continue
+		}
+		if seen[r.Partition] == nil {
+			seen[r.Partition] = map[int64]int{}
+		}
+		if seen[r.Partition][r.Offset] > 0 {
+			res.Repeated++
+		}
+		seen[r.Partition][r.Offset]++
+	}
+	for p, vs := range values {
+		missing, firstMissing := 0, int64(-1)
+		for o := range vs {
+			if seen[p][int64(o)] == 0 {
+				if missing == 0 {
+					firstMissing = int64(o)
+				}
+				missing++
+			}
+		}
+		if missing > 0 {
+			bad("skipped: partition %d: %d of %d produced records never processed (first at offset %d)", p, missing, len(vs), firstMissing)
+		}
+	}
+
+	for _, v := range commitViolations(commits, values) {
+		bad("%s", v)
+	}
+
+	// Sessions: per partition, in processing order, a run of offsets o, o+1, ... by one member.
+	byPart := map[int32][]GroupProcessed{}
+	for _, r := range processed {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	for p, rs := range byPart {
+		open := map[string]int64{} // member → next offset of its current session
+		for _, r := range rs {
+			if next, ok := open[r.Member]; ok && r.Offset == next {
+				open[r.Member] = next + 1
+				continue
+			}
+			open[r.Member] = r.Offset + 1
+			res.Sessions++
+			// The highest commit for p acknowledged before the poll that returned this
+			// record: the session must not start below it.
+			committed, by := int64(-1), ""
+			for _, cm := range commits {
+				if cm.Partition == p && cm.At.Before(r.At) && cm.Offset > committed {
+					committed, by = cm.Offset, cm.Member
+				}
+			}
+			if r.Offset >= committed {
+				continue
+			}
+			if lateCommits {
+				// The latest commit may have landed after the session's OffsetFetch; every
+				// earlier one had to be seen.
+				earlier := int64(-1)
+				for _, cm := range commits {
+					if cm.Partition == p && cm.At.Before(r.At) && cm.Offset < committed && cm.Offset > earlier {
+						earlier = cm.Offset
+					}
+				}
+				if r.Offset >= earlier {
+					res.LateCommitRereads++
+					continue
+				}
+			}
+			bad("re-read below a commit: %s started partition %d at offset %d (%s) although offset %d had been committed (%s) before",
+				r.Member, p, r.Offset, r.At.Format("15:04:05.000"), committed, by)
+		}
+	}
+
+	for p, c := range finalCommitted {
+		if end := int64(len(values[p])); c != end {
+			bad("final commit: partition %d committed %d, produced %d", p, c, end)
+		}
+	}
+	return res
+}
+
+// ProducedLog is what a test produced to one topic: values[p][offset], the input of
+// GroupJournal.Check. Safe for concurrent use.
+type ProducedLog struct {
+	mu     sync.Mutex
+	values map[int32][]string
+}
+
+// NewProducedLog returns an empty log.
+func NewProducedLog() *ProducedLog { return &ProducedLog{values: map[int32][]string{}} }
+
+// Add records that value was acknowledged at partition/offset.
+func (l *ProducedLog) Add(partition int32, offset int64, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	vs := l.values[partition]
+	for int64(len(vs)) <= offset {
+		vs = append(vs, "")
+	}
+	vs[offset] = value
+	l.values[partition] = vs
+}
+
+// Gaps describes offsets below a partition's highest recorded one that hold no acknowledged
+// record (empty when the offsets are dense, as they are when only this log's producers wrote).
+func (l *ProducedLog) Gaps() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, vs := range l.values {
+		for o, v := range vs {
+			if v == "" {
+				return fmt.Sprintf("partition %d offset %d: no acknowledged record", p, o)
+			}
+		}
+	}
+	return ""
+}
+
+// Values returns a copy of the values per partition.
+func (l *ProducedLog) Values() map[int32][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[int32][]string{}
+	for p, vs := range l.values {
+		out[p] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// Ends returns the end offset (record count) of partitions 0..partitions-1.
+func (l *ProducedLog) Ends(partitions int32) map[int32]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		out[p] = int64(len(l.values[p]))
+	}
+	return out
+}
+
+// ProduceRoundRobin writes n records "<prefix>-<first+i>" round-robin over the partitions with
+// acks=all on a client of its own, and adds each acknowledged one to log.
+func (c *Cluster) ProduceRoundRobin(ctx context.Context, topic string, partitions int32, prefix string, first, n int, log *ProducedLog) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		seq := first + i
+		recs[i] = &kgo.Record{Topic: topic, Partition: int32(seq) % partitions,
+			Key: []byte(fmt.Sprintf("%s-k%d", prefix, seq)), Value: []byte(fmt.Sprintf("%s-%d", prefix, seq))}
+	}
+	res := cl.ProduceSync(ctx, recs...)
+	for _, r := range res {
+		if r.Err == nil {
+			log.Add(r.Record.Partition, r.Record.Offset, string(r.Record.Value))
+		}
+	}
+	return res.FirstErr()
+}
+
+// CommitViolations checks only the commits (for members whose processing is not journaled,
+// such as kcat): per partition they never go back, and none passes ends[p].
+func (j *GroupJournal) CommitViolations(ends map[int32]int64) []string {
+	j.mu.Lock()
+	commits := append([]GroupCommit(nil), j.commits...)
+	j.mu.Unlock()
+	values := map[int32][]string{}
+	for p, e := range ends {
+		values[p] = make([]string, e)
+	}
+	return commitViolations(commits, values)
+}
+
+// commitViolations: the members' acknowledged commits in acknowledgement order, and the
+// watcher's answers in the order it asked, only go up per partition and never pass the number
+// of records produced (len(values[p])). commits is sorted in place.
+func commitViolations(commits []GroupCommit, values map[int32][]string) []string {
+	var out []string
+	sort.SliceStable(commits, func(a, b int) bool { return commits[a].At.Before(commits[b].At) })
+	lastMember := map[int32]GroupCommit{}
+	lastObserved := map[int32]GroupCommit{}
+	for _, cm := range commits {
+		last := lastMember
+		if cm.Member == Observer {
+			last = lastObserved
+		}
+		if prev, ok := last[cm.Partition]; ok && cm.Offset < prev.Offset {
+			out = append(out, fmt.Sprintf("backwards: partition %d committed offset %d (%s, %s) after %d (%s, %s)",
+				cm.Partition, cm.Offset, cm.Member, cm.At.Format("15:04:05.000"), prev.Offset, prev.Member, prev.At.Format("15:04:05.000")))
+		}
+		last[cm.Partition] = cm
+		if end := int64(len(values[cm.Partition])); cm.Offset > end {
+			out = append(out, fmt.Sprintf("past the end: partition %d committed offset %d (%s) beyond the %d records produced", cm.Partition, cm.Offset, cm.Member, end))
+		}
+	}
+	return out
+}
