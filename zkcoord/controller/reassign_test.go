@@ -98,3 +98,48 @@ func TestPreferredElectionRequest(t *testing.T) {
 	}
 	h.checkTransitions()
 }
+
+// TestK7_AutoRebalanceMovesLeadersBackAboveThreshold: the leader imbalance check elects the
+// preferred replicas of a broker whose share of partitions it does not lead exceeds
+// leader.imbalance.per.broker.percentage, and leaves a broker below it alone.
+func TestK7_AutoRebalanceMovesLeadersBackAboveThreshold(t *testing.T) {
+	h := newHarness(t)
+	h.cfg = func(_ int32, c *Config) {
+		c.AutoLeaderRebalance = true
+		c.LeaderImbalancePerBrokerPercentage = 40
+	}
+	for id := int32(1); id <= 2; id++ {
+		h.register(id)
+	}
+	ct := h.startController(1)
+	h.until("active", ct.IsActive)
+	// Broker 1 is preferred for a0..a1 and leads neither (100% > 40%); broker 2 is preferred
+	// for b0..b2 and leads two of them (33% <= 40%).
+	h.createTopic("a", map[int32][]int32{0: {1, 2}, 1: {1, 2}}, nil)
+	h.createTopic("b", map[int32][]int32{0: {2, 1}, 1: {2, 1}, 2: {2, 1}}, nil)
+	h.until("online", func() bool { return h.state("a", 1) != nil && h.state("b", 2) != nil })
+	for p := int32(0); p < 2; p++ {
+		h.write(zkdata.PartitionStatePath("a", p), zkdata.EncodeState(2, 1, []int32{2, 1}, 1))
+	}
+	h.write(zkdata.PartitionStatePath("b", 0), zkdata.EncodeState(1, 1, []int32{1, 2}, 1))
+	for _, tp := range []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}} {
+		if err := ct.zk.loadState(tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ct.preferred.processAutoRebalance(ct.ctx.epoch); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if st := h.state("a", p); st.Leader != 1 || st.LeaderEpoch != 2 {
+			t.Fatalf("a/%d %+v, want its preferred leader 1", p, st)
+		}
+	}
+	if st := h.state("b", 0); st.Leader != 1 {
+		t.Fatalf("b/0 %+v moved although broker 2's imbalance is below the threshold", st)
+	}
+	if err := ct.preferred.processAutoRebalance(ct.ctx.epoch - 1); err != nil {
+		t.Fatal(err) // a timer of an earlier controllership: ignored
+	}
+	h.checkTransitions()
+}
