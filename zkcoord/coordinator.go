@@ -1,18 +1,21 @@
-// Package zkcoord owns everything isrbroker keeps in ZooKeeper: the session (chroot,
-// persistent paths, /cluster/id), the broker's ephemeral registration under /brokers/ids,
-// admin writes (topic creation and deletion requests), the partition leader's own ISR
-// compare-and-set (K3) with its /isr_change_notification propagation (K5), and the
-// controller: election through /controller and a fenced /controller_epoch increment, one
-// event goroutine fed by ZooKeeper watches, partition and replica state handling, and one
-// request queue per live broker carrying LeaderAndIsr, UpdateMetadata and StopReplica, and
-// the controller's side of controlled shutdown (K7, ControlledShutdown), preferred leader
-// election through /admin/preferred_replica_election and the automatic leader rebalance
-// (K7, preferred.go), and the broker's dynamic config listener on /config/changes, which feeds
-// the replication throttles to the replica manager (issue 4, dynconfig.go).
+// Package zkcoord is everything isrbroker keeps in ZooKeeper, as a thin facade over its
+// sub-packages: one broker's ZooKeeper session (chroot, persistent paths, /cluster/id, session
+// expiry handling) and the parts that use it:
 //
-// It is the only package that knows znode paths and their JSON; the layout and JSON match
-// Kafka 2.4 in ZooKeeper mode exactly (kafka-zk-reference §1–§2), so Kafka's own tools can
-// read a cluster's state.
+//   - zkdata: the one place that knows every znode path and its JSON (Kafka 2.4's layout);
+//   - zkclient: the small ZooKeeper interface the parts use, over a real session;
+//   - zkmem: an in-memory ZooKeeper implementing that interface, for unit tests;
+//   - controller: the controller (S9): election, event loop, partition and replica state
+//     machines, elections, per-broker request batching, topic deletion, reassignment,
+//     preferred elections, controlled shutdown (K7);
+//   - agent: the broker-side agents: registration (K1), the leader's ISR write and its
+//     change propagation (K3, K5), the dynamic config listener, producer-id blocks;
+//   - admin: the admin API (topic creation and deletion, partitions, reassignment and
+//     throttles, preferred election requests) and the reads of the cluster state.
+//
+// Coordinator embeds the agents and the admin API, so their methods are its methods; it
+// declares only the session's lifecycle and the controller's entry points. docs/design.md,
+// "Controller", describes the controller and the znodes.
 package zkcoord
 
 import (
@@ -22,35 +25,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
+	"github.com/isrbroker/isrbroker/zkcoord/agent"
+	"github.com/isrbroker/isrbroker/zkcoord/controller"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/queue"
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 )
-
-// TopicPartition names one partition (the log layer's type, shared).
-type TopicPartition = logstore.TopicPartition
-
-// Endpoint is one advertised listener of a broker.
-type Endpoint struct {
-	Listener         string
-	Host             string
-	Port             int32
-	SecurityProtocol string // "PLAINTEXT"
-}
-
-func (e Endpoint) protocol() string {
-	if e.SecurityProtocol == "" {
-		return "PLAINTEXT"
-	}
-	return e.SecurityProtocol
-}
 
 // Config configures a Coordinator.
 type Config struct {
@@ -71,7 +58,7 @@ type Config struct {
 
 	// AutoLeaderRebalance, LeaderImbalanceCheckInterval and LeaderImbalancePerBrokerPercentage
 	// are auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds (default
-	// 300 s) and leader.imbalance.per.broker.percentage (K7, preferred.go).
+	// 300 s) and leader.imbalance.per.broker.percentage (K7).
 	AutoLeaderRebalance                bool
 	LeaderImbalanceCheckInterval       time.Duration
 	LeaderImbalancePerBrokerPercentage int
@@ -86,75 +73,127 @@ type Config struct {
 	dialer zk.Dialer // tests: cut the session's TCP connection
 }
 
-// Sentinel errors. Admin errors map 1:1 to Kafka protocol errors at the broker edge.
-var (
-	ErrTopicExists              = errors.New("zkcoord: topic already exists")
-	ErrUnknownTopic             = errors.New("zkcoord: unknown topic")
-	ErrInvalidPartitions        = errors.New("zkcoord: invalid number of partitions")
-	ErrInvalidReplicationFactor = errors.New("zkcoord: invalid replication factor")
-	ErrInvalidReplicaAssignment = errors.New("zkcoord: invalid replica assignment")
-	ErrInvalidTopic             = errors.New("zkcoord: invalid topic name")
-	ErrBrokerIDInUse            = errors.New("zkcoord: broker id is registered by another live broker")
-	ErrControllerMoved          = errors.New("zkcoord: controller moved")
-	ErrBadVersion               = errors.New("zkcoord: partition state zkVersion does not match")
-	ErrTopicDeletionDisabled    = errors.New("zkcoord: topic deletion is disabled (delete.topic.enable=false)")
-	errClosed                   = errors.New("zkcoord: closed")
+// Types of the znodes, shared with zkcoord/zkdata.
+type (
+	TopicPartition         = zkdata.TopicPartition
+	Endpoint               = zkdata.Endpoint
+	BrokerInfo             = zkdata.BrokerInfo
+	PartitionState         = zkdata.PartitionState
+	PartitionReassignment  = zkdata.PartitionReassignment
+	ReassignmentFieldError = zkdata.ReassignmentFieldError
+	TopicSpec              = admin.TopicSpec
 )
 
-// PartitionState is a partition's state znode plus its zkVersion.
-type PartitionState struct {
-	ControllerEpoch, Leader, LeaderEpoch int32
-	ISR                                  []int32
-	ZkVersion                            int32
-}
+// ProducerIDBlockSize is the number of producer ids a broker takes at once.
+const ProducerIDBlockSize = zkdata.ProducerIDBlockSize
 
-// BrokerInfo is one registered broker; Epoch is the czxid of its /brokers/ids znode (KIP-380).
-type BrokerInfo struct {
-	ID        int32
-	Endpoints []Endpoint
-	Rack      string
-	Epoch     int64
-}
+// Functions of the sub-packages used by the broker and the operator tools.
+var (
+	EncodeReassignment      = zkdata.EncodeReassignment
+	DecodeReassignment      = zkdata.DecodeReassignment
+	AssignReplicasToBrokers = admin.AssignReplicasToBrokers
+	FormatThrottledReplicas = admin.FormatThrottledReplicas
+)
 
-// endpoint returns the broker's endpoint for listener, or its first one.
-func (b BrokerInfo) endpoint(listener string) (Endpoint, bool) {
-	for _, e := range b.Endpoints {
-		if e.Listener == listener {
-			return e, true
-		}
-	}
-	if listener == "" && len(b.Endpoints) > 0 {
-		return b.Endpoints[0], true
-	}
-	return Endpoint{}, false
-}
+// Throttle config keys (Kafka's DynamicConfig / LogConfig names).
+const (
+	LeaderThrottledRate       = admin.LeaderThrottledRate
+	FollowerThrottledRate     = admin.FollowerThrottledRate
+	LeaderThrottledReplicas   = admin.LeaderThrottledReplicas
+	FollowerThrottledReplicas = admin.FollowerThrottledReplicas
+)
+
+// Sentinel errors of the sub-packages. Admin errors map 1:1 to Kafka protocol errors at the
+// broker edge.
+var (
+	ErrTopicExists                 = admin.ErrTopicExists
+	ErrUnknownTopic                = admin.ErrUnknownTopic
+	ErrInvalidPartitions           = admin.ErrInvalidPartitions
+	ErrInvalidReplicationFactor    = admin.ErrInvalidReplicationFactor
+	ErrInvalidReplicaAssignment    = admin.ErrInvalidReplicaAssignment
+	ErrInvalidTopic                = admin.ErrInvalidTopic
+	ErrTopicDeletionDisabled       = admin.ErrTopicDeletionDisabled
+	ErrReassignmentInProgress      = admin.ErrReassignmentInProgress
+	ErrPreferredElectionInProgress = admin.ErrPreferredElectionInProgress
+	ErrBrokerIDInUse               = agent.ErrBrokerIDInUse
+	ErrBadVersion                  = agent.ErrBadVersion
+	ErrIsrWriteOutcomeUnknown      = agent.ErrIsrWriteOutcomeUnknown
+	ErrControllerMoved             = controller.ErrControllerMoved
+	ErrNotController               = controller.ErrNotController
+	ErrStaleBrokerEpoch            = controller.ErrStaleBrokerEpoch
+	ErrBrokerNotAvailable          = controller.ErrBrokerNotAvailable
+)
+
+// ErrNoCluster means ZooKeeper answered but holds no isrbroker/Kafka cluster at the
+// chroot (no /brokers/ids): usually a wrong --zookeeper chroot.
+var ErrNoCluster = errors.New("zkcoord: no cluster found (no /brokers/ids znode; wrong chroot?)")
+
+// ErrNoSession means no ZooKeeper session could be established within the connection
+// timeout (ZooKeeper down or unreachable).
+var ErrNoSession = errors.New("zkcoord: no ZooKeeper session")
 
 // Coordinator is one broker's view of ZooKeeper. All methods are safe for concurrent use.
 type Coordinator struct {
-	cfg    Config
-	log    logrus.FieldLogger
-	reg    metrics.Registry
-	conn   *zk.Conn
-	chroot string
+	*admin.Reader
+	*admin.Admin
+	*agent.Registrar
+	*agent.IsrWriter
+	*agent.ConfigListener
+	*agent.ProducerIDs
 
+	cfg       Config
+	log       logrus.FieldLogger
+	zk        *zkclient.Client
 	clusterID string
+	sessQ     *queue.Queue[zk.State]
+	firstSes  chan struct{}
 
-	sessQ    *queue[zk.State]
-	firstSes chan struct{}
-
-	mu            sync.Mutex
-	sessionID     int64   // current session, 0 while expired
-	oldSessionIDs []int64 // our expired sessions: their lingering ephemerals may be replaced
-	registered    bool    // Register succeeded: re-register after session expiry
-	brokerEpoch   int64
-	ctl           *controller
-	closed        bool
-
-	isr *isrPropagator
-	dyn dynConfig // dynamic config listener (dynconfig.go)
+	mu        sync.Mutex
+	sessionID int64 // current session, 0 while expired
+	ctl       *controller.Controller
+	closed    bool
 
 	done chan struct{}
 	wg   sync.WaitGroup
+}
+
+// dial opens the session and builds the parts; it waits for the first session.
+func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, error) {
+	servers, chroot, err := zkclient.ParseConnect(cfg.Connect)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		cfg:      cfg,
+		log:      cfg.Log.WithField("broker", cfg.BrokerID),
+		sessQ:    queue.New[zk.State](),
+		firstSes: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	c.zk, err = zkclient.Dial(zkclient.Options{Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
+		Dialer: dialer, Log: c.log, OnSession: c.sessQ.Put})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoSession, cfg.Connect, err)
+	}
+	c.Reader = admin.NewReader(c.zk, c.log)
+	c.Admin = admin.New(c.zk, c.Reader, cfg.DeleteTopicEnable, c.log)
+	c.Registrar = agent.NewRegistrar(c.zk, agent.RegistrarConfig{BrokerID: cfg.BrokerID, Endpoints: cfg.Endpoints,
+		Rack: cfg.Rack, SessionTimeout: cfg.SessionTimeout, OnBrokerEpoch: cfg.OnBrokerEpoch, Log: c.log})
+	c.IsrWriter = agent.NewIsrWriter(c.zk, agent.IsrConfig{PropagationInterval: cfg.IsrChangePropagationInterval,
+		PropagationBlackOut: cfg.IsrChangePropagationBlackOut, MaxDelay: cfg.IsrChangeMaxDelay, Log: c.log})
+	c.ConfigListener = agent.NewConfigListener(c.zk, cfg.BrokerID, c.log)
+	c.ProducerIDs = agent.NewProducerIDs(c.zk, cfg.BrokerID, c.log)
+	c.wg.Add(1)
+	go c.sessionLoop()
+	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)
+	defer cancel()
+	select {
+	case <-c.firstSes:
+		return c, nil
+	case <-tctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("%w with %s within %v", ErrNoSession, cfg.Connect, cfg.ConnectionTimeout)
+	}
 }
 
 // Connect opens the ZooKeeper session, creates the chroot and Kafka's persistent paths
@@ -169,15 +208,6 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.ControllerSocketTimeout <= 0 {
 		cfg.ControllerSocketTimeout = 30 * time.Second
 	}
-	if cfg.IsrChangePropagationInterval <= 0 {
-		cfg.IsrChangePropagationInterval = 2500 * time.Millisecond
-	}
-	if cfg.IsrChangePropagationBlackOut <= 0 {
-		cfg.IsrChangePropagationBlackOut = 5000 * time.Millisecond
-	}
-	if cfg.IsrChangeMaxDelay <= 0 {
-		cfg.IsrChangeMaxDelay = 60000 * time.Millisecond
-	}
 	if cfg.LeaderImbalanceCheckInterval <= 0 {
 		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
@@ -190,98 +220,83 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = metrics.DefaultRegistry
 	}
-	servers, chroot, err := parseConnect(cfg.Connect)
-	if err != nil {
-		return nil, err
-	}
-	c := &Coordinator{
-		cfg:      cfg,
-		log:      cfg.Log.WithField("broker", cfg.BrokerID),
-		reg:      cfg.Registry,
-		chroot:   chroot,
-		sessQ:    newQueue[zk.State](),
-		firstSes: make(chan struct{}),
-		done:     make(chan struct{}),
-	}
 	dialer := cfg.dialer
 	if dialer == nil {
 		dialer = net.DialTimeout
 		if cfg.LocalAddr != "" {
 			// The ZooKeeper session leaves from the broker's own address too, so a fault test
-			// can cut broker↔ZooKeeper alone (reliability.md §6 row 9).
+			// can cut broker↔ZooKeeper alone (docs/reliability.md).
 			dialer = localDialer(cfg.LocalAddr)
 		}
 	}
-	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithDialer(dialer),
-		zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false),
-		// The callback runs on go-zookeeper's connection goroutine: it only enqueues, so
-		// session handling can never block the client (KAFKA-8532).
-		zk.WithEventCallback(func(ev zk.Event) {
-			if ev.Type == zk.EventSession {
-				c.sessQ.put(ev.State)
-			}
-		}))
+	c, err := dial(ctx, cfg, dialer)
 	if err != nil {
-		return nil, fmt.Errorf("zkcoord: connect %s: %w", cfg.Connect, err)
-	}
-	c.conn = conn
-	c.wg.Add(1)
-	go c.sessionLoop()
-
-	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)
-	defer cancel()
-	select {
-	case <-c.firstSes:
-	case <-tctx.Done():
-		c.Close()
-		return nil, fmt.Errorf("zkcoord: no ZooKeeper session with %s within %v", cfg.Connect, cfg.ConnectionTimeout)
+		return nil, err
 	}
 	if err := c.setup(); err != nil {
 		c.Close()
 		return nil, err
 	}
-	c.isr = newIsrPropagator(c)
 	c.wg.Add(1)
-	go c.isr.run()
+	go func() {
+		defer c.wg.Done()
+		c.IsrWriter.Run(c.done)
+	}()
 	c.log.WithField("clusterID", c.clusterID).Info("connected to ZooKeeper")
 	return c, nil
 }
 
-func parseConnect(s string) (servers []string, chroot string, err error) {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		chroot = strings.TrimRight(s[i:], "/")
-		s = s[:i]
+// ConnectAdmin opens a ZooKeeper session for an operator tool. Unlike Connect it creates
+// nothing (no chroot, persistent paths or cluster id): a tool pointed at the wrong
+// ZooKeeper or chroot must not leave a cluster skeleton behind. It fails with ErrNoSession
+// when no session is established within timeout, and with ErrNoCluster when the chroot has
+// no /brokers/ids. The returned Coordinator has BrokerID -1, never registers, never runs
+// a controller, and may mark topics for deletion (Kafka's TopicCommand writes
+// /admin/delete_topics/<t> whatever the brokers' delete.topic.enable says).
+func ConnectAdmin(ctx context.Context, connect string, timeout time.Duration, log logrus.FieldLogger) (*Coordinator, error) {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
 	}
-	for _, h := range strings.Split(s, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			servers = append(servers, h)
-		}
+	if log == nil {
+		l := logrus.New()
+		l.SetLevel(logrus.WarnLevel)
+		log = l
 	}
-	if len(servers) == 0 {
-		return nil, "", fmt.Errorf("zkcoord: zookeeper.connect %q names no server", s)
+	cfg := Config{Connect: connect, SessionTimeout: timeout, ConnectionTimeout: timeout, BrokerID: -1,
+		DeleteTopicEnable: true, Log: log, Registry: metrics.NewRegistry()}
+	dialer := func(network, address string, t time.Duration) (net.Conn, error) {
+		return net.DialTimeout(network, address, min(t, timeout))
 	}
-	return servers, chroot, nil
+	c, err := dial(ctx, cfg, dialer)
+	if err != nil {
+		return nil, err
+	}
+	ok, _, err := c.zk.Exists(zkdata.PathBrokerIDs)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if !ok {
+		c.Close()
+		return nil, ErrNoCluster
+	}
+	return c, nil
 }
-
-func (c *Coordinator) p(path string) string { return c.chroot + path }
 
 // setup creates the chroot and persistent paths and the cluster id.
 func (c *Coordinator) setup() error {
-	if c.chroot != "" {
-		if err := c.createRecursiveRaw(c.chroot); err != nil {
-			return fmt.Errorf("zkcoord: create chroot %s: %w", c.chroot, err)
-		}
+	if err := c.zk.EnsureChroot(); err != nil {
+		return err
 	}
-	for _, path := range persistentPaths {
-		if err := c.createRecursiveRaw(c.p(path)); err != nil {
+	for _, path := range zkdata.PersistentPaths {
+		if err := zkclient.CreateRecursive(c.zk, path); err != nil {
 			return fmt.Errorf("zkcoord: create %s: %w", path, err)
 		}
 	}
 	for {
-		data, _, err := c.get(pathClusterID)
+		data, _, err := c.zk.Get(zkdata.PathClusterID)
 		if err == nil {
-			id, err := decodeClusterID(data)
+			id, err := zkdata.DecodeClusterID(data)
 			if err != nil {
 				return err
 			}
@@ -296,90 +311,12 @@ func (c *Coordinator) setup() error {
 		_, _ = rand.Read(u[:])
 		u[6] = (u[6] & 0x0f) | 0x40
 		u[8] = (u[8] & 0x3f) | 0x80
-		_, err = c.create(pathClusterID, encodeClusterID(base64.RawURLEncoding.EncodeToString(u[:])), 0)
+		_, err = c.zk.Create(zkdata.PathClusterID, zkdata.EncodeClusterID(base64.RawURLEncoding.EncodeToString(u[:])), 0)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
 	}
 }
-
-// createRecursiveRaw creates full (absolute, chroot included) and its parents, tolerating
-// existing nodes.
-func (c *Coordinator) createRecursiveRaw(full string) error {
-	parts := strings.Split(strings.Trim(full, "/"), "/")
-	cur := ""
-	for _, part := range parts {
-		cur += "/" + part
-		err := retry(c, func() error {
-			_, err := c.conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll))
-			return err
-		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
-		}
-	}
-	return nil
-}
-
-// retry runs op again while the connection is lost (Kafka's retryRequestUntilConnected),
-// for at most the session timeout.
-func retry(c *Coordinator, op func() error) error {
-	deadline := time.Now().Add(c.cfg.SessionTimeout)
-	for {
-		err := op()
-		if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) {
-			return err
-		}
-		if c.isClosed() || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-c.done:
-			return err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func (c *Coordinator) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
-}
-
-// Thin chroot-aware wrappers.
-
-func (c *Coordinator) get(path string) (data []byte, st *zk.Stat, err error) {
-	err = retry(c, func() error { data, st, err = c.conn.Get(c.p(path)); return err })
-	return
-}
-
-func (c *Coordinator) children(path string) (ch []string, err error) {
-	err = retry(c, func() error { ch, _, err = c.conn.Children(c.p(path)); return err })
-	return
-}
-
-func (c *Coordinator) exists(path string) (ok bool, st *zk.Stat, err error) {
-	err = retry(c, func() error { ok, st, err = c.conn.Exists(c.p(path)); return err })
-	return
-}
-
-func (c *Coordinator) create(path string, data []byte, flags int32) (string, error) {
-	var out string
-	err := retry(c, func() error {
-		var err error
-		out, err = c.conn.Create(c.p(path), data, flags, zk.WorldACL(zk.PermAll))
-		return err
-	})
-	return strings.TrimPrefix(out, c.chroot), err
-}
-
-func (c *Coordinator) set(path string, data []byte, version int32) (st *zk.Stat, err error) {
-	err = retry(c, func() error { st, err = c.conn.Set(c.p(path), data, version); return err })
-	return
-}
-
-// ---- session handling ----
 
 // sessionLoop consumes session state changes. On expiry it tells the controller to resign
 // (without waiting for it); on a new session it re-registers the broker and asks the
@@ -389,28 +326,26 @@ func (c *Coordinator) sessionLoop() {
 	first := true
 	var last int64
 	for {
-		st, ok := c.sessQ.get(c.done)
+		st, ok := c.sessQ.Get(c.done)
 		if !ok {
 			return
 		}
 		switch st {
 		case zk.StateExpired:
 			c.mu.Lock()
-			if c.sessionID != 0 {
-				c.oldSessionIDs = append(c.oldSessionIDs, c.sessionID)
-			}
+			old := c.sessionID
 			c.sessionID = 0
 			ctl := c.ctl
 			c.mu.Unlock()
+			c.Registrar.SessionExpired(old)
 			c.log.Warn("ZooKeeper session expired")
 			if ctl != nil {
-				ctl.expire()
+				ctl.Expire()
 			}
 		case zk.StateHasSession:
-			sid := c.conn.SessionID()
+			sid := c.zk.SessionID()
 			c.mu.Lock()
 			c.sessionID = sid
-			registered := c.registered
 			ctl := c.ctl
 			c.mu.Unlock()
 			if first {
@@ -424,29 +359,10 @@ func (c *Coordinator) sessionLoop() {
 			}
 			last = sid
 			c.log.WithField("session", fmt.Sprintf("0x%x", sid)).Info("new ZooKeeper session established")
-			if registered {
-				c.reregister()
-			}
+			c.Registrar.OnNewSession()
 			if ctl != nil {
-				ctl.enqueue(event{kind: evElect})
+				ctl.Reelect()
 			}
-		}
-	}
-}
-
-func (c *Coordinator) reregister() {
-	for !c.isClosed() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*c.cfg.SessionTimeout)
-		_, err := c.register(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		c.log.WithError(err).Error("re-registration of the broker after session expiry failed; retrying")
-		select {
-		case <-c.done:
-			return
-		case <-time.After(time.Second):
 		}
 	}
 }
@@ -454,154 +370,28 @@ func (c *Coordinator) reregister() {
 // ClusterID returns the id stored in /cluster/id.
 func (c *Coordinator) ClusterID() string { return c.clusterID }
 
-// BrokerEpoch returns the broker epoch of the current registration (0 before Register).
-func (c *Coordinator) BrokerEpoch() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.brokerEpoch
-}
-
-// Register creates the broker's ephemeral /brokers/ids/<id> (Kafka's CheckedEphemeral) and
-// arranges re-registration after every session expiry. When the znode of an earlier, killed
-// process of this broker still exists, it waits up to the session timeout for that session
-// to expire; if the znode outlives it, another live broker holds the id: ErrBrokerIDInUse.
-func (c *Coordinator) Register(ctx context.Context) (int64, error) {
-	epoch, err := c.register(ctx)
-	if err != nil {
-		return 0, err
-	}
-	c.mu.Lock()
-	c.registered = true
-	c.mu.Unlock()
-	return epoch, nil
-}
-
-func (c *Coordinator) register(ctx context.Context) (int64, error) {
-	path := brokerIDPath(c.cfg.BrokerID)
-	data := encodeBroker(c.cfg.Endpoints, c.cfg.Rack)
-	var waitUntil time.Time
-	for {
-		if c.isClosed() {
-			return 0, errClosed
-		}
-		epoch, err := c.checkedEphemeral(path, data)
-		if err == nil {
-			c.mu.Lock()
-			c.brokerEpoch = epoch
-			cb := c.cfg.OnBrokerEpoch
-			c.mu.Unlock()
-			c.log.WithField("brokerEpoch", epoch).Info("registered broker in ZooKeeper")
-			if cb != nil {
-				cb(epoch)
-			}
-			return epoch, nil
-		}
-		if !errors.Is(err, zk.ErrNodeExists) {
-			return 0, fmt.Errorf("zkcoord: register %s: %w", path, err)
-		}
-		// Someone else's session owns the znode: a killed earlier process of this broker
-		// (its session expires within the session timeout) or a live broker with our id.
-		if waitUntil.IsZero() {
-			// ZooKeeper expires sessions on tick boundaries: allow one extra second.
-			waitUntil = time.Now().Add(c.cfg.SessionTimeout + time.Second)
-			c.log.WithField("timeout", c.cfg.SessionTimeout).Warn("broker znode of an earlier session still exists; waiting for that session to expire")
-		}
-		if time.Now().After(waitUntil) {
-			return 0, fmt.Errorf("%w: %s still owned by another session after %v", ErrBrokerIDInUse, path, c.cfg.SessionTimeout)
-		}
-		ok, _, ch, err := c.conn.ExistsW(c.p(path))
-		if err != nil {
-			ch = nil
-		} else if !ok {
-			continue
-		}
-		t := time.NewTimer(time.Until(waitUntil))
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
-		case <-c.done:
-			t.Stop()
-			return 0, errClosed
-		}
-		t.Stop()
-		if ch == nil { // ExistsW failed: poll
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-		}
-	}
-}
-
-// checkedEphemeral is Kafka's CheckedEphemeral: create + setData(v0) in one multi, so the
-// result carries the czxid. On NODEEXISTS: owned by the current session → success; owned
-// by one of our expired sessions (ZOOKEEPER-2985, KAFKA-7165) → delete and re-create; else
-// zk.ErrNodeExists.
-func (c *Coordinator) checkedEphemeral(path string, data []byte) (int64, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		var res []zk.MultiResponse
-		err := retry(c, func() error {
-			var err error
-			res, err = c.conn.Multi(
-				&zk.CreateRequest{Path: c.p(path), Data: data, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: c.p(path), Data: data, Version: 0})
-			return err
-		})
-		if err == nil && len(res) == 2 && res[1].Stat != nil {
-			return res[1].Stat.Czxid, nil
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return 0, err
-		}
-		_, st, gerr := c.get(path)
-		if errors.Is(gerr, zk.ErrNoNode) {
-			continue
-		}
-		if gerr != nil {
-			return 0, gerr
-		}
-		sid := c.conn.SessionID()
-		if st.EphemeralOwner == sid {
-			return st.Czxid, nil // a retried create after connection loss
-		}
-		c.mu.Lock()
-		ours := false
-		for _, old := range c.oldSessionIDs {
-			ours = ours || old == st.EphemeralOwner
-		}
-		c.mu.Unlock()
-		if !ours {
-			return 0, zk.ErrNodeExists
-		}
-		c.log.WithField("path", path).Info("deleting ephemeral znode of our expired session")
-		if err := retry(c, func() error { return c.conn.Delete(c.p(path), st.Version) }); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-			return 0, err
-		}
-	}
-	return 0, zk.ErrNodeExists
-}
-
 // StartController starts the controller: election, then the controller event loop until
 // Close. Calling it twice has no effect.
 func (c *Coordinator) StartController() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ctl != nil || c.closed {
-		c.mu.Unlock()
 		return
 	}
-	ct := newController(c)
-	c.ctl = ct
-	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ct.run()
-	}()
-	ct.enqueue(event{kind: evElect})
+	c.ctl = controller.New(c.zk, controller.Config{
+		BrokerID:                           c.cfg.BrokerID,
+		InterBrokerListener:                c.cfg.InterBrokerListener,
+		LocalAddr:                          c.cfg.LocalAddr,
+		ControllerSocketTimeout:            c.cfg.ControllerSocketTimeout,
+		UncleanLeaderElection:              c.cfg.UncleanLeaderElection,
+		DeleteTopicEnable:                  c.cfg.DeleteTopicEnable,
+		AutoLeaderRebalance:                c.cfg.AutoLeaderRebalance,
+		LeaderImbalanceCheckInterval:       c.cfg.LeaderImbalanceCheckInterval,
+		LeaderImbalancePerBrokerPercentage: c.cfg.LeaderImbalancePerBrokerPercentage,
+		Registry:                           c.cfg.Registry,
+		Log:                                c.log,
+	})
+	c.ctl.Start()
 }
 
 // IsController reports whether this broker is the active controller.
@@ -609,11 +399,24 @@ func (c *Coordinator) IsController() bool {
 	c.mu.Lock()
 	ct := c.ctl
 	c.mu.Unlock()
-	return ct != nil && ct.active.Load()
+	return ct != nil && ct.IsActive()
 }
 
-// Close stops the controller, the ISR propagation task and closes the session, so the
-// broker's ephemeral znodes (registration, /controller) vanish.
+// ControlledShutdown asks this broker's controller to prepare brokerID's shutdown (K7; see
+// controller.Controller.ControlledShutdown). ErrNotController when this broker is not the
+// active controller.
+func (c *Coordinator) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
+	c.mu.Lock()
+	ct, closed := c.ctl, c.closed
+	c.mu.Unlock()
+	if ct == nil || closed {
+		return nil, ErrNotController
+	}
+	return ct.ControlledShutdown(ctx, brokerID, brokerEpoch)
+}
+
+// Close stops the controller, the ISR propagation and the config listener, and closes the
+// session, so the broker's ephemeral znodes (registration, /controller) vanish.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -623,212 +426,19 @@ func (c *Coordinator) Close() error {
 	c.closed = true
 	ct := c.ctl
 	c.mu.Unlock()
-	if ct != nil {
-		ct.enqueue(event{kind: evShutdown})
-	}
 	close(c.done)
-	if c.conn != nil {
-		c.conn.Close()
+	if c.zk != nil {
+		c.zk.Close()
+	}
+	if ct != nil {
+		ct.Close()
+	}
+	if c.ConfigListener != nil {
+		c.ConfigListener.Close()
 	}
 	c.wg.Wait()
 	return nil
 }
-
-// ---- read helpers (tests, operator tools) ----
-
-// LiveBrokers returns the registered brokers sorted by id.
-func (c *Coordinator) LiveBrokers() ([]BrokerInfo, error) {
-	ids, err := c.children(pathBrokerIDs)
-	if err != nil {
-		return nil, err
-	}
-	var out []BrokerInfo
-	for _, s := range ids {
-		id, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
-			continue
-		}
-		data, st, err := c.get(brokerIDPath(int32(id)))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		bi, err := decodeBroker(int32(id), data)
-		if err != nil {
-			c.log.WithError(err).Warn("skipping undecodable broker znode")
-			continue
-		}
-		bi.Epoch = st.Czxid
-		out = append(out, bi)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-// Topics returns all topics, sorted.
-func (c *Coordinator) Topics() ([]string, error) {
-	ts, err := c.children(pathBrokerTopics)
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(ts)
-	return ts, nil
-}
-
-// TopicAssignment returns the replica assignment of topic.
-func (c *Coordinator) TopicAssignment(topic string) (map[int32][]int32, error) {
-	if !validTopicName(topic) {
-		return nil, ErrUnknownTopic
-	}
-	data, _, err := c.get(topicPath(topic))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, ErrUnknownTopic
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeTopic(topic, data)
-}
-
-// PartitionState reads a partition's state znode.
-func (c *Coordinator) PartitionState(topic string, partition int32) (PartitionState, error) {
-	if !validTopicName(topic) {
-		return PartitionState{}, ErrUnknownTopic
-	}
-	data, st, err := c.get(partitionStatePath(topic, partition))
-	if errors.Is(err, zk.ErrNoNode) {
-		return PartitionState{}, ErrUnknownTopic
-	}
-	if err != nil {
-		return PartitionState{}, err
-	}
-	ps, err := decodeState(data)
-	if err != nil {
-		return PartitionState{}, err
-	}
-	ps.ZkVersion = st.Version
-	return ps, nil
-}
-
-// ControllerID returns the broker id in /controller, -1 if there is none.
-func (c *Coordinator) ControllerID() (int32, error) {
-	data, _, err := c.get(pathController)
-	if errors.Is(err, zk.ErrNoNode) {
-		return -1, nil
-	}
-	if err != nil {
-		return -1, err
-	}
-	return decodeController(data)
-}
-
-// ControllerEpoch returns /controller_epoch and its zkVersion (0, -1 when missing).
-func (c *Coordinator) ControllerEpoch() (int32, int32, error) {
-	data, st, err := c.get(pathControllerEpoch)
-	if errors.Is(err, zk.ErrNoNode) {
-		return initialControllerEpoch, -1, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	e, err := decodeControllerEpoch(data)
-	return e, st.Version, err
-}
-
-// TopicConfig returns the "config" map of /config/topics/<t>.
-func (c *Coordinator) TopicConfig(topic string) (map[string]string, error) {
-	if !validTopicName(topic) {
-		return nil, ErrUnknownTopic
-	}
-	data, _, err := c.get(topicConfigPath(topic))
-	if errors.Is(err, zk.ErrNoNode) {
-		ok, _, err := c.exists(topicPath(topic))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, ErrUnknownTopic
-		}
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeConfig(data)
-}
-
-// zkLogger routes go-zookeeper's messages to logrus at debug level.
-type zkLogger struct{ l logrus.FieldLogger }
-
-func (z zkLogger) Printf(format string, a ...interface{}) {
-	z.l.WithField("component", "zk").Debugf(format, a...)
-}
-
-// ---- unbounded queue ----
-
-// queue is an unbounded FIFO with a wake-up channel; put never blocks.
-type queue[T any] struct {
-	mu    sync.Mutex
-	items []T
-	wake  chan struct{}
-}
-
-func newQueue[T any]() *queue[T] { return &queue[T]{wake: make(chan struct{}, 1)} }
-
-func (q *queue[T]) put(v T) {
-	q.mu.Lock()
-	q.items = append(q.items, v)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// clearAndPut drops everything queued and puts v (Kafka's ControllerEventManager.clearAndPut).
-func (q *queue[T]) clearAndPut(v T) {
-	q.mu.Lock()
-	q.items = append(q.items[:0], v)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// get blocks until an item is available or done is closed.
-func (q *queue[T]) get(done <-chan struct{}) (T, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			v := q.items[0]
-			var zero T
-			q.items[0] = zero
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return v, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.wake:
-		case <-done:
-			var zero T
-			return zero, false
-		}
-	}
-}
-
-func (q *queue[T]) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items)
-}
-
-// Endpoint returns the broker's endpoint for listener ("" or an unknown name: its first
-// one when listener is ""), e.g. to reach the controller for a controlled shutdown (K7).
-func (b BrokerInfo) Endpoint(listener string) (Endpoint, bool) { return b.endpoint(listener) }
 
 // localDialer is a zk.Dialer whose connections bind localIP as their source address.
 func localDialer(localIP string) zk.Dialer {

@@ -2,6 +2,7 @@ package zkcoord
 
 import (
 	"context"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"testing"
 	"time"
 
@@ -42,8 +43,8 @@ func TestS22_DeleteTopicWaitsForOfflineReplica(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "StopReplica(delete) to the live replica 1", stopReplicaFor(fb1))
 	// The controller handled the request; broker 2 is offline, so the topic stays queued.
-	for _, path := range []string{topicPath("doomed"), deleteTopicPath("doomed")} {
-		if ok, _, err := c1.exists(path); err != nil || !ok {
+	for _, path := range []string{zkdata.TopicPath("doomed"), zkdata.DeleteTopicPath("doomed")} {
+		if ok, _, err := c1.zk.Exists(path); err != nil || !ok {
 			t.Fatalf("%s removed (err %v) while replica 2 is offline: the deletion must wait for it", path, err)
 		}
 	}
@@ -56,8 +57,8 @@ func TestS22_DeleteTopicWaitsForOfflineReplica(t *testing.T) {
 	mustStart(t, c2)
 	waitFor(t, 10*time.Second, "StopReplica(delete) to the returning replica 2", stopReplicaFor(fb2))
 	waitFor(t, 10*time.Second, "znodes removed once every replica was deleted", func() bool {
-		a, _, _ := c1.exists(topicPath("doomed"))
-		d, _, _ := c1.exists(deleteTopicPath("doomed"))
+		a, _, _ := c1.zk.Exists(zkdata.TopicPath("doomed"))
+		d, _, _ := c1.zk.Exists(zkdata.DeleteTopicPath("doomed"))
 		return !a && !d
 	})
 	if r := fb2.find(func(r kmsg.Request) bool {

@@ -1,7 +1,7 @@
 package zkcoord
 
 import (
-	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"maps"
 	"sync"
 	"testing"
@@ -58,9 +58,7 @@ func TestDynamicConfigListener(t *testing.T) {
 		map[string]map[int32][]int32{"t": {0: {1}}}, map[string]map[int32][]int32{"t": {0: {2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.alterConfig(pathConfigBrokers+"/"+defaultBrokerEntity, "brokers/"+defaultBrokerEntity, func(cfg map[string]string) {
-		cfg[FollowerThrottledRate] = "5"
-	}); err != nil {
+	if err := admin.writeRawConfig(zkdata.BrokerEntityConfigPath(zkdata.DefaultBrokerEntity), `{"version":1,"config":{"follower.replication.throttled.rate":"5"}}`); err != nil {
 		t.Fatal(err)
 	}
 	rec := &configRecorder{}
@@ -84,15 +82,15 @@ func TestDynamicConfigListener(t *testing.T) {
 
 	// Garbage notifications are skipped; the next good one is still processed.
 	for _, bad := range []string{"not json", `{"version":2,"entity_path":"nope"}`, `{"version":7}`} {
-		if _, err := admin.create(pathConfigChanges+"/"+configChangePrefix, []byte(bad), zk.FlagSequence); err != nil {
+		if _, err := admin.zk.Create(zkdata.ConfigChangeSequential, []byte(bad), zk.FlagSequence); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Version 1 notifications (entity_type/entity_name) are understood too.
-	if err := admin.writeRawConfig(topicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
+	if err := admin.writeRawConfig(zkdata.TopicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.create(pathConfigChanges+"/"+configChangePrefix, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
+	if _, err := admin.zk.Create(zkdata.ConfigChangeSequential, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "version 1 notification", func() bool {
@@ -118,30 +116,9 @@ func TestDynamicConfigListener(t *testing.T) {
 
 // writeRawConfig writes raw config JSON at path (created when missing) without a notification.
 func (c *Coordinator) writeRawConfig(path, data string) error {
-	if _, err := c.create(path, []byte(data), 0); err == nil {
+	if _, err := c.zk.Create(path, []byte(data), 0); err == nil {
 		return nil
 	}
-	_, err := c.set(path, []byte(data), -1)
+	_, err := c.zk.Set(path, []byte(data), -1)
 	return err
-}
-
-func TestDecodeConfigChange(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"version":2,"entity_path":"topics/a"}`:                  "topics/a",
-		`{"version":2,"entity_path":"brokers/<default>"}`:         "brokers/<default>",
-		`{"version":1,"entity_type":"brokers","entity_name":"3"}`: "brokers/3",
-	} {
-		got, err := decodeConfigChange([]byte(in))
-		if err != nil || got != want {
-			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{``, `[]`, `{"version":2}`, `{"version":1,"entity_type":"topics"}`, `{"version":3,"entity_path":"a/b"}`} {
-		if got, err := decodeConfigChange([]byte(in)); err == nil {
-			t.Errorf("%q accepted as %q", in, got)
-		}
-	}
-	if got := configChangeSeqs([]string{"config_change_0000000010", "x", "config_change_0000000002", "config_change_-1", "config_change_zz"}); fmt.Sprint(got) != "[2 10]" {
-		t.Errorf("seqs %v", got)
-	}
 }

@@ -2,6 +2,7 @@ package zkcoord
 
 import (
 	"context"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -118,9 +119,9 @@ func TestDeleteTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "znodes deleted", func() bool {
-		a, _, _ := c.exists(topicPath("gone"))
-		b, _, _ := c.exists(topicConfigPath("gone"))
-		d, _, _ := c.exists(deleteTopicPath("gone"))
+		a, _, _ := c.zk.Exists(zkdata.TopicPath("gone"))
+		b, _, _ := c.zk.Exists(zkdata.TopicConfigPath("gone"))
+		d, _, _ := c.zk.Exists(zkdata.DeleteTopicPath("gone"))
 		return !a && !b && !d
 	})
 	waitFor(t, 10*time.Second, "StopReplica delete=true", func() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"net"
 	"sync"
 	"testing"
@@ -152,7 +153,7 @@ func connectT(t testing.TB, cfg Config) *Coordinator {
 
 // rawZK opens a plain client for reading znodes byte for byte.
 func rawZK(t testing.TB, addr string) *zk.Conn {
-	conn, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkLogger{testLogger(t)}))
+	conn, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkclient.Logger{L: testLogger(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}

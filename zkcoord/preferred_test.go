@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"slices"
 	"testing"
@@ -44,25 +45,6 @@ func gaugeValue(reg metrics.Registry, name string) int64 {
 	return -1
 }
 
-func TestDecodePreferredElection(t *testing.T) {
-	tps := []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 3}}
-	data := encodePreferredElection(tps)
-	if string(data) != `{"version":1,"partitions":[{"topic":"a","partition":0},{"topic":"b","partition":3}]}` {
-		t.Fatalf("encoded %s", data)
-	}
-	got, err := decodePreferredElection(data)
-	if err != nil || !reflect.DeepEqual(got, tps) {
-		t.Fatalf("decoded %v %v", got, err)
-	}
-	for _, bad := range []string{``, `[]`, `{}`, `{"partitions":[{"topic":"a"}]}`, `{"partitions":[{"partition":1}]}`,
-		`{"partitions":[{"topic":"a","partition":-1}]}`, `{"partitions":[{"topic":"a","partition":0},{"topic":"a","partition":0}]}`,
-		`{"partitions":7}`} {
-		if _, err := decodePreferredElection([]byte(bad)); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
 // TestK7_PreferredElection: /admin/preferred_replica_election elects the assignment head
 // when it is live and in the ISR (leader_epoch+1, ISR kept, LeaderAndIsr to every live
 // replica); partitions whose preferred replica already leads, is not in the ISR or is not
@@ -80,7 +62,9 @@ func TestK7_PreferredElection(t *testing.T) {
 	for _, tp := range []string{"moved", "already", "notisr"} {
 		waitState(t, c1, tp, 0, tp+" online", func(ps PartitionState) bool { return ps.Leader != -1 })
 	}
-	waitFor(t, 10*time.Second, "imbalance 0", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 0 })
+	waitFor(t, 10*time.Second, "imbalance 0", func() bool {
+		return gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount") == 0
+	})
 
 	// Broker 2 fails and returns: moved/0 is led by 1, notisr/0 by 3.
 	tc.bounce(t, 2, func() bool {
@@ -88,7 +72,9 @@ func TestK7_PreferredElection(t *testing.T) {
 		return err == nil && ps.Leader == 3
 	})
 	moved := waitState(t, c1, "moved", 0, "moved/0 led by 1", func(ps PartitionState) bool { return ps.Leader == 1 && !slices.Contains(ps.ISR, 2) })
-	waitFor(t, 10*time.Second, "imbalance 2", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 2 })
+	waitFor(t, 10*time.Second, "imbalance 2", func() bool {
+		return gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount") == 2
+	})
 	// The leader of moved/0 takes broker 2 back into the ISR; notisr/0's leader does not.
 	moved = rejoin(t, c1, "moved", 2)
 	already, _ := c1.PartitionState("already", 0)
@@ -118,11 +104,13 @@ func TestK7_PreferredElection(t *testing.T) {
 	for _, fb := range []*fakeBroker{tc.fbs[1], tc.fbs[2], tc.fbs[3]} {
 		waitFor(t, 10*time.Second, "LeaderAndIsr moved/0 leader 2", func() bool { return hasLeaderAndIsr(fb, "moved", 2, moved.LeaderEpoch+1) })
 	}
-	waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
+	waitFor(t, 10*time.Second, "imbalance 1", func() bool {
+		return gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount") == 1
+	})
 
 	// Another request works once the first is done; an undecodable one is deleted.
 	raw := rawZK(t, tc.srv.Addr)
-	if _, err := raw.Create(pathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := raw.Create(zkdata.PathPreferredReplicaElection, []byte("garbage"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	wctx2, cancel2 := context.WithTimeout(ctx, 15*time.Second)
@@ -211,14 +199,14 @@ func TestK7_AutoLeaderRebalance(t *testing.T) {
 			cst, _ := c1.PartitionState("c", 0)
 			if !enabled {
 				// Several checks would have run by now (the first 5 s after failover).
-				deadline := time.Now().Add(autoRebalanceFirstDelay + time.Second)
+				deadline := time.Now().Add(5*time.Second + time.Second) // the first check runs 5 s after failover
 				for time.Now().Before(deadline) {
 					if ps, _ := c1.PartitionState("a", 0); ps.Leader != 1 {
 						t.Fatalf("a/0 moved with auto rebalance disabled: %+v", ps)
 					}
 					time.Sleep(100 * time.Millisecond) // polling interval
 				}
-				if g := gaugeValue(cfg1.Registry, metricPreferredImbalance); g != 2 {
+				if g := gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount"); g != 2 {
 					t.Fatalf("PreferredReplicaImbalanceCount %d, want 2", g)
 				}
 				return
@@ -228,7 +216,9 @@ func TestK7_AutoLeaderRebalance(t *testing.T) {
 				t.Fatalf("a/0 after rebalance: %+v (before %+v)", ps, a)
 			}
 			waitFor(t, 10*time.Second, "LeaderAndIsr a/0 leader 2 to broker 2", func() bool { return hasLeaderAndIsr(tc.fbs[2], "a", 2, a.LeaderEpoch+1) })
-			waitFor(t, 10*time.Second, "imbalance 1", func() bool { return gaugeValue(cfg1.Registry, metricPreferredImbalance) == 1 })
+			waitFor(t, 10*time.Second, "imbalance 1", func() bool {
+				return gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount") == 1
+			})
 			if ps, _ := c1.PartitionState("c", 0); ps.Leader != 3 || ps.ZkVersion != cst.ZkVersion {
 				t.Fatalf("c/0 (preferred replica not in the ISR) changed: %+v (before %+v)", ps, cst)
 			}

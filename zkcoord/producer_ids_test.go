@@ -2,6 +2,7 @@ package zkcoord
 
 import (
 	"context"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"sync"
 	"testing"
 )
@@ -18,8 +19,8 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if start != 0 || end != ProducerIDBlockSize-1 {
-		t.Fatalf("first block = [%d,%d], want [0,%d]", start, end, ProducerIDBlockSize-1)
+	if start != 0 || end != zkdata.ProducerIDBlockSize-1 {
+		t.Fatalf("first block = [%d,%d], want [0,%d]", start, end, zkdata.ProducerIDBlockSize-1)
 	}
 	m, _ := readJSON(t, rawZK(t, s.Addr), "/latest_producer_id_block")
 	if m["version"] != float64(1) || m["broker"] != float64(1) || m["block_start"] != "0" || m["block_end"] != "999" {
@@ -51,7 +52,7 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 	wg.Wait()
 	seen := map[int64]bool{}
 	for _, b := range got {
-		if b.end-b.start != ProducerIDBlockSize-1 || b.start%ProducerIDBlockSize != 0 || b.start == 0 {
+		if b.end-b.start != zkdata.ProducerIDBlockSize-1 || b.start%zkdata.ProducerIDBlockSize != 0 || b.start == 0 {
 			t.Errorf("bad block %v", b)
 		}
 		if seen[b.start] {
@@ -65,17 +66,5 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 	m, _ = readJSON(t, rawZK(t, s.Addr), "/latest_producer_id_block")
 	if m["block_end"] != "10999" {
 		t.Fatalf("znode after 11 blocks = %v", m)
-	}
-}
-
-func TestDecodeProducerIDBlockMalformed(t *testing.T) {
-	for _, in := range []string{`{`, `{"version":2,"block_start":"0","block_end":"1"}`, `{"version":1,"block_start":0,"block_end":"1"}`,
-		`{"version":1,"block_start":"x","block_end":"1"}`, `{"version":1,"block_start":"5","block_end":"1"}`} {
-		if _, _, err := decodeProducerIDBlock([]byte(in)); err == nil {
-			t.Errorf("%s: no error", in)
-		}
-	}
-	if s, e, err := decodeProducerIDBlock(nil); err != nil || s != -1 || e != -1 {
-		t.Errorf("empty: %d %d %v", s, e, err)
 	}
 }

@@ -2,11 +2,10 @@ package zkcoord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -267,8 +266,8 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 	}
 	before := waitState(t, c1, "x", 0, "x/0 online", func(ps PartitionState) bool { return len(ps.ISR) == 2 })
 	raw := rawZK(t, rc.srv.Addr)
-	data := EncodeReassignment([]PartitionReassignment{{Topic: "x", Partition: 0, Replicas: []int32{2, 9}}})
-	if _, err := raw.Create(pathReassignPartitions, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	data := zkdata.EncodeReassignment([]PartitionReassignment{{Topic: "x", Partition: 0, Replicas: []int32{2, 9}}})
+	if _, err := raw.Create(zkdata.PathReassignPartitions, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "invalid reassignment removed", func() bool { return !reassignZNodeExists(t, c1) })
@@ -278,11 +277,11 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 		t.Fatalf("a failed reassignment changed the partition: %v %+v", a[0], ps)
 	}
 	// Garbage in the znode is deleted too.
-	if _, err := raw.Create(pathReassignPartitions, []byte("{not json"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := raw.Create(zkdata.PathReassignPartitions, []byte("{not json"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "undecodable znode removed", func() bool {
-		ok, _, err := c1.exists(pathReassignPartitions)
+		ok, _, err := c1.zk.Exists(zkdata.PathReassignPartitions)
 		return err == nil && !ok
 	})
 }
@@ -329,36 +328,4 @@ func TestReassignmentResumesAfterControllerFailover(t *testing.T) {
 		flags := stopReplicasFor(rc.fbs[2], "f")
 		return len(flags) >= 2 && !flags[len(flags)-2] && flags[len(flags)-1]
 	})
-}
-
-// TestReassignmentJSON: Kafka's file format round-trips; errors name the field.
-func TestReassignmentJSON(t *testing.T) {
-	in := `{"version":1,"partitions":[{"topic":"b","partition":1,"replicas":[3,1]},{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`
-	parts, err := DecodeReassignment([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any","any"]},{"topic":"b","partition":1,"replicas":[3,1],"log_dirs":["any","any"]}]}`
-	if got := string(EncodeReassignment(parts)); got != want {
-		t.Fatalf("encode:\n got %s\nwant %s", got, want)
-	}
-	for doc, field := range map[string]string{
-		`{"version":1}`: "partitions",
-		`{"version":1,"partitions":[{"partition":0,"replicas":[1]}]}`:                           "partitions[0].topic",
-		`{"version":1,"partitions":[{"topic":"a","replicas":[1]}]}`:                             "partitions[0].partition",
-		`{"version":1,"partitions":[{"topic":"a","partition":0}]}`:                              "partitions[0].replicas",
-		`{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1],"log_dirs":[]}]}`: "partitions[0].log_dirs",
-		`{"version":2,"partitions":[]}`:                                                         "version",
-	} {
-		_, err := DecodeReassignment([]byte(doc))
-		var fe *ReassignmentFieldError
-		if !errors.As(err, &fe) || fe.Field != field {
-			t.Fatalf("%s: %v, want field %s", doc, err, field)
-		}
-	}
-	_, err = DecodeReassignment([]byte(`{"version":1,"partitions":[{"topic":"a","partition":"x"}]}`))
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) || !strings.Contains(te.Field, "partition") {
-		t.Fatalf("type error: %v", err)
-	}
 }

@@ -3,6 +3,7 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"testing"
 	"time"
@@ -55,8 +56,8 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "ISR change notification processed", func() bool {
-		ch, err := c1.children(pathIsrChange)
-		return err == nil && len(ch) == 0 && c2.isr.pendingLen() == 0
+		ch, err := c1.zk.Children(zkdata.PathIsrChange)
+		return err == nil && len(ch) == 0 && c2.PendingLen() == 0
 	})
 	only, _ = c1.PartitionState("only", 0)
 
@@ -151,10 +152,4 @@ func TestControlledShutdownContext(t *testing.T) {
 	if err != nil || len(rem) != 0 {
 		t.Fatalf("own shutdown: %v %v", rem, err)
 	}
-}
-
-func (p *isrPropagator) pendingLen() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.pending)
 }

@@ -3,6 +3,8 @@ package zkcoord
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"sort"
 	"strconv"
@@ -51,7 +53,7 @@ func TestZnodeJSON(t *testing.T) {
 	c := connectT(t, cfg)
 	epoch := mustStart(t, c)
 
-	for _, p := range persistentPaths {
+	for _, p := range zkdata.PersistentPaths {
 		if ok, _, err := raw.Exists("/kafka/x" + p); err != nil || !ok {
 			t.Fatalf("persistent path %s missing: %v", p, err)
 		}
@@ -202,13 +204,13 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 	c := connectT(t, testConfig(t, s.Addr, 5, 9092))
 
 	d := &cuttableDialer{}
-	old, _, err := zk.Connect([]string{s.Addr}, 2*time.Second, zk.WithDialer(d.dial), zk.WithLogInfo(false), zk.WithLogger(zkLogger{testLogger(t)}))
+	old, _, err := zk.Connect([]string{s.Addr}, 2*time.Second, zk.WithDialer(d.dial), zk.WithLogInfo(false), zk.WithLogger(zkclient.Logger{L: testLogger(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer old.Close()
 	waitFor(t, 10*time.Second, "old session", func() bool { return old.State() == zk.StateHasSession })
-	if _, err := old.Create("/brokers/ids/5", encodeBroker(nil, ""), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := old.Create("/brokers/ids/5", zkdata.EncodeBroker(nil, ""), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	d.setCut(true) // the old process is "killed": its session expires after ~2 s
@@ -221,8 +223,8 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 	if time.Since(start) < 500*time.Millisecond {
 		t.Fatalf("registered after %v: did not wait for the stale znode", time.Since(start))
 	}
-	_, st, err := c.conn.Get("/brokers/ids/5")
-	if err != nil || st.EphemeralOwner != c.conn.SessionID() || st.Czxid != epoch {
+	_, st, err := c.zk.Get("/brokers/ids/5")
+	if err != nil || st.EphemeralOwner != c.zk.SessionID() || st.Czxid != epoch {
 		t.Fatalf("znode not ours: %+v %v", st, err)
 	}
 
@@ -267,19 +269,21 @@ func TestS9_K3_ControllerElectionFailoverAndFencing(t *testing.T) {
 	if id, _ := c2.ControllerID(); id != 2 {
 		t.Fatalf("controller id %d", id)
 	}
-	// A zombie controller of epoch 1 holds zkVersion v-1: its fenced writes fail.
-	zombie := newController(c2)
-	zombie.epoch, zombie.epochZkVersion = 1, v-1
-	if _, err := zombie.fencedMulti(&zk.CreateRequest{Path: "/zombie", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, ErrControllerMoved) {
+	// A zombie controller of epoch 1 holds zkVersion v-1: writes fenced by it fail (the
+	// controller's fencedMulti, unit-tested in zkcoord/controller, puts this check first).
+	fenced := func(version int32, path string) error {
+		_, err := c2.zk.Multi(&zk.CheckVersionRequest{Path: zkdata.PathControllerEpoch, Version: version},
+			&zk.CreateRequest{Path: path, Acl: zk.WorldACL(zk.PermAll)})
+		return err
+	}
+	if err := fenced(v-1, "/zombie"); !errors.Is(err, zk.ErrBadVersion) {
 		t.Fatalf("stale fenced write: %v", err)
 	}
-	if ok, _, _ := c2.conn.Exists("/zombie"); ok {
+	if ok, _, _ := c2.zk.Exists("/zombie"); ok {
 		t.Fatal("fenced write applied")
 	}
 	// The live controller's epoch version works.
-	live := newController(c2)
-	live.epoch, live.epochZkVersion = e, v
-	if _, err := live.fencedMulti(&zk.CreateRequest{Path: "/fresh", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if err := fenced(v, "/fresh"); err != nil {
 		t.Fatalf("fenced write: %v", err)
 	}
 	// The new controller talks to broker 2 with epoch 2.
@@ -324,7 +328,7 @@ func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 		}) != nil
 	})
 	waitFor(t, 10*time.Second, "notifications deleted", func() bool {
-		ch, err := c.children(pathIsrChange)
+		ch, err := c.zk.Children(zkdata.PathIsrChange)
 		return err == nil && len(ch) == 0
 	})
 	// A retried write with the same data but the old zkVersion counts as success.
@@ -378,7 +382,7 @@ func TestCreateTopicErrors(t *testing.T) {
 	if err != nil || len(a) != 3 {
 		t.Fatalf("validateOnly: %v %v", a, err)
 	}
-	if ok, _, _ := c.exists(topicPath("v")); ok {
+	if ok, _, _ := c.zk.Exists(zkdata.TopicPath("v")); ok {
 		t.Fatal("validateOnly wrote the topic")
 	}
 	got, err := c.TopicAssignment("ok")

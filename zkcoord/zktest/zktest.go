@@ -46,9 +46,13 @@ type Server struct {
 // Start starts a real ZooKeeper 3.8 on a free 127.0.0.1 port, waits until a
 // client can connect and registers a cleanup that kills it. If java or the
 // ZooKeeper jar is missing the test is skipped, unless env CI is set (then it
-// fails).
+// fails). Under -short every test that needs it is skipped: real-ZooKeeper tests are the
+// integration tier, and the unit tier (zkcoord's sub-packages on zkcoord/zkmem) runs without.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("zktest: real ZooKeeper skipped with -short (integration tier)")
+	}
 	java, err := exec.LookPath("java")
 	if err == nil {
 		_, err = os.Stat(Jar)

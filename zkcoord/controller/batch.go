@@ -1,14 +1,17 @@
-package zkcoord
+package controller
 
 import (
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// batch is Kafka's ControllerBrokerRequestBatch: the requests one controller event produces,
-// queued per broker in the order LeaderAndIsr, UpdateMetadata, StopReplica. Partition states
-// are taken from the controller's cache when the batch is sent.
-type batch struct {
-	ct *controller
+// requestBatch is Kafka's ControllerBrokerRequestBatch: the requests one controller event
+// produces, collected per broker and sent as at most one LeaderAndIsr, one UpdateMetadata and
+// one StopReplica per delete flag to each broker, in that order. Partition states are taken
+// from the controller's cache when the batch is sent.
+type requestBatch struct {
+	ct *Controller
 	// leaderAndIsr[broker][tp] = isNew
 	leaderAndIsr map[int32]map[TopicPartition]bool
 	umBrokers    map[int32]bool
@@ -17,8 +20,8 @@ type batch struct {
 	stop         map[int32]map[bool][]TopicPartition
 }
 
-func (ct *controller) newBatch() *batch {
-	return &batch{
+func (ct *Controller) newBatch() *requestBatch {
+	return &requestBatch{
 		ct:           ct,
 		leaderAndIsr: map[int32]map[TopicPartition]bool{},
 		umBrokers:    map[int32]bool{},
@@ -30,9 +33,9 @@ func (ct *controller) newBatch() *batch {
 
 // addLeaderAndIsr queues a LeaderAndIsr for tp to brokers and, like Kafka, an
 // UpdateMetadata for tp to every live broker.
-func (b *batch) addLeaderAndIsr(brokers []int32, tp TopicPartition, isNew bool) {
+func (b *requestBatch) addLeaderAndIsr(brokers []int32, tp TopicPartition, isNew bool) {
 	for _, id := range brokers {
-		if !b.ct.isLive(id) {
+		if !b.ct.ctx.isLive(id) {
 			continue
 		}
 		m := b.leaderAndIsr[id]
@@ -42,12 +45,12 @@ func (b *batch) addLeaderAndIsr(brokers []int32, tp TopicPartition, isNew bool) 
 		}
 		m[tp] = m[tp] || isNew
 	}
-	b.updateMetadata(b.ct.liveIDs(), []TopicPartition{tp})
+	b.updateMetadata(b.ct.ctx.liveIDs(), []TopicPartition{tp})
 }
 
 // updateMetadata queues UpdateMetadata for tps (possibly none: the live broker list alone)
 // to brokers.
-func (b *batch) updateMetadata(brokers []int32, tps []TopicPartition) {
+func (b *requestBatch) updateMetadata(brokers []int32, tps []TopicPartition) {
 	for _, id := range brokers {
 		b.umBrokers[id] = true
 	}
@@ -57,14 +60,14 @@ func (b *batch) updateMetadata(brokers []int32, tps []TopicPartition) {
 }
 
 // fullUpdateMetadata queues an UpdateMetadata with every partition to brokers.
-func (b *batch) fullUpdateMetadata(brokers []int32) {
+func (b *requestBatch) fullUpdateMetadata(brokers []int32) {
 	for _, id := range brokers {
 		b.umBrokers[id] = true
 		b.umFull[id] = true
 	}
 }
 
-func (b *batch) stopReplica(brokers []int32, tp TopicPartition, del bool) {
+func (b *requestBatch) stopReplica(brokers []int32, tp TopicPartition, del bool) {
 	for _, id := range brokers {
 		m := b.stop[id]
 		if m == nil {
@@ -76,11 +79,11 @@ func (b *batch) stopReplica(brokers []int32, tp TopicPartition, del bool) {
 }
 
 // send builds the requests and puts them on the brokers' queues.
-func (b *batch) send() {
+func (b *requestBatch) send() {
 	ct := b.ct
-	for _, id := range sortedKeys(b.leaderAndIsr) {
-		if s := ct.senders[id]; s != nil {
-			s.enqueue(b.leaderAndIsrRequest(id, b.leaderAndIsr[id]))
+	for _, id := range sorted.Keys(b.leaderAndIsr) {
+		if ct.chans.senders[id] != nil {
+			ct.chans.send(id, b.leaderAndIsrRequest(id, b.leaderAndIsr[id]))
 		}
 	}
 	if len(b.umBrokers) > 0 {
@@ -88,57 +91,55 @@ func (b *batch) send() {
 		for tp := range b.umParts {
 			parts = append(parts, tp)
 		}
-		sortTPs(parts)
+		sorted.TPs(parts)
 		var all []TopicPartition
-		for _, id := range sortedKeys(b.umBrokers) {
-			s := ct.senders[id]
-			if s == nil {
+		for _, id := range sorted.Keys(b.umBrokers) {
+			if ct.chans.senders[id] == nil {
 				continue
 			}
 			ps := parts
 			if b.umFull[id] {
 				if all == nil {
-					all = ct.sortedStates()
+					all = ct.ctx.sortedStates()
 					for _, tp := range parts { // partitions being deleted are not in states
-						if _, ok := ct.states[tp]; !ok {
+						if _, ok := ct.ctx.states[tp]; !ok {
 							all = append(all, tp)
 						}
 					}
 				}
 				ps = all
 			}
-			s.enqueue(b.updateMetadataRequest(id, ps))
+			ct.chans.send(id, b.updateMetadataRequest(id, ps))
 		}
 	}
-	for _, id := range sortedKeys(b.stop) {
-		s := ct.senders[id]
-		if s == nil {
+	for _, id := range sorted.Keys(b.stop) {
+		if ct.chans.senders[id] == nil {
 			continue
 		}
 		for _, del := range []bool{false, true} {
 			if tps := b.stop[id][del]; len(tps) > 0 {
-				s.enqueue(b.stopReplicaRequest(id, tps, del))
+				ct.chans.send(id, b.stopReplicaRequest(id, tps, del))
 			}
 		}
 	}
 }
 
-func (b *batch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool) kmsg.Request {
+func (b *requestBatch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool) kmsg.Request {
 	ct := b.ct
 	req := kmsg.NewPtrLeaderAndISRRequest()
 	req.Version = leaderAndIsrVersion
-	req.ControllerID = ct.c.cfg.BrokerID
-	req.ControllerEpoch = ct.epoch
-	req.BrokerEpoch = ct.live[broker].Epoch
+	req.ControllerID = ct.cfg.BrokerID
+	req.ControllerEpoch = ct.ctx.epoch
+	req.BrokerEpoch = ct.ctx.live[broker].Epoch
 	tps := make([]TopicPartition, 0, len(parts))
 	for tp := range parts {
 		tps = append(tps, tp)
 	}
-	sortTPs(tps)
+	sorted.TPs(tps)
 	leaders := map[int32]bool{}
 	var topic *kmsg.LeaderAndISRRequestTopicState
 	for _, tp := range tps {
-		st := ct.states[tp]
+		st := ct.ctx.states[tp]
 		if st == nil {
 			continue
 		}
@@ -154,17 +155,17 @@ func (b *batch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool)
 		p.LeaderEpoch = st.leaderEpoch
 		p.ISR = append([]int32{}, st.isr...)
 		p.ZKVersion = st.zkVersion
-		p.Replicas = append([]int32{}, ct.replicas(tp)...)
+		p.Replicas = append([]int32{}, ct.ctx.replicas(tp)...)
 		p.AddingReplicas = []int32{}
 		p.RemovingReplicas = []int32{}
 		p.IsNew = parts[tp]
 		topic.PartitionStates = append(topic.PartitionStates, p)
-		if ct.isLive(st.leader) {
+		if ct.ctx.isLive(st.leader) {
 			leaders[st.leader] = true
 		}
 	}
-	for _, id := range sortedKeys(leaders) {
-		ep, ok := ct.live[id].endpoint(ct.c.cfg.InterBrokerListener)
+	for _, id := range sorted.Keys(leaders) {
+		ep, ok := ct.ctx.live[id].Endpoint(ct.cfg.InterBrokerListener)
 		if !ok {
 			continue
 		}
@@ -175,16 +176,16 @@ func (b *batch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool)
 	return req
 }
 
-func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.Request {
+func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.Request {
 	ct := b.ct
 	req := kmsg.NewPtrUpdateMetadataRequest()
 	req.Version = updateMetadataVersion
-	req.ControllerID = ct.c.cfg.BrokerID
-	req.ControllerEpoch = ct.epoch
-	req.BrokerEpoch = ct.live[broker].Epoch
+	req.ControllerID = ct.cfg.BrokerID
+	req.ControllerEpoch = ct.ctx.epoch
+	req.BrokerEpoch = ct.ctx.live[broker].Epoch
 	var topic *kmsg.UpdateMetadataRequestTopicState
 	for _, tp := range tps {
-		st := ct.states[tp]
+		st := ct.ctx.states[tp]
 		if st == nil {
 			continue
 		}
@@ -197,28 +198,28 @@ func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.R
 		p.Partition = tp.Partition
 		p.ControllerEpoch = st.controllerEpoch
 		p.Leader = st.leader
-		if ct.deleting[tp.Topic] {
-			p.Leader = leaderDuringDelete
+		if ct.deletion.isQueued(tp.Topic) {
+			p.Leader = zkdata.LeaderDuringDelete
 		}
 		p.LeaderEpoch = st.leaderEpoch
 		p.ISR = append([]int32{}, st.isr...)
 		p.ZKVersion = st.zkVersion
-		p.Replicas = append([]int32{}, ct.replicas(tp)...)
+		p.Replicas = append([]int32{}, ct.ctx.replicas(tp)...)
 		p.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if !ct.isLive(r) {
+			if !ct.ctx.isLive(r) {
 				p.OfflineReplicas = append(p.OfflineReplicas, r)
 			}
 		}
 		topic.PartitionStates = append(topic.PartitionStates, p)
 	}
-	for _, id := range ct.liveIDs() {
-		bi := ct.live[id]
+	for _, id := range ct.ctx.liveIDs() {
+		bi := ct.ctx.live[id]
 		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
 		lb.ID = id
 		for _, e := range bi.Endpoints {
 			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, securityProtocolID(e.protocol())
+			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, securityProtocolID(e.Protocol())
 			lb.Endpoints = append(lb.Endpoints, ep)
 		}
 		if bi.Rack != "" {
@@ -230,15 +231,15 @@ func (b *batch) updateMetadataRequest(broker int32, tps []TopicPartition) kmsg.R
 	return req
 }
 
-func (b *batch) stopReplicaRequest(broker int32, tps []TopicPartition, del bool) kmsg.Request {
+func (b *requestBatch) stopReplicaRequest(broker int32, tps []TopicPartition, del bool) kmsg.Request {
 	ct := b.ct
 	req := kmsg.NewPtrStopReplicaRequest()
 	req.Version = stopReplicaVersion
-	req.ControllerID = ct.c.cfg.BrokerID
-	req.ControllerEpoch = ct.epoch
-	req.BrokerEpoch = ct.live[broker].Epoch
+	req.ControllerID = ct.cfg.BrokerID
+	req.ControllerEpoch = ct.ctx.epoch
+	req.BrokerEpoch = ct.ctx.live[broker].Epoch
 	req.DeletePartitions = del
-	sortTPs(tps)
+	sorted.TPs(tps)
 	var topic *kmsg.StopReplicaRequestTopic
 	for _, tp := range tps {
 		if topic == nil || topic.Topic != tp.Topic {
@@ -248,13 +249,4 @@ func (b *batch) stopReplicaRequest(broker int32, tps []TopicPartition, del bool)
 		topic.Partitions = append(topic.Partitions, tp.Partition)
 	}
 	return req
-}
-
-func sortedKeys[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sortInt32(out)
-	return out
 }

@@ -1,9 +1,11 @@
-package zkcoord
+package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,11 +15,8 @@ import (
 )
 
 // Operator side of partition reassignment (`isrbroker reassign-partitions`, Kafka 2.4's
-// ReassignPartitionsCommand with --zookeeper; kafka-zk-reference §7): reading and creating
+// ReassignPartitionsCommand with --zookeeper): reading and creating
 // /admin/reassign_partitions and the replication throttle configs.
-
-// ErrReassignmentInProgress means /admin/reassign_partitions already exists.
-var ErrReassignmentInProgress = errors.New("zkcoord: there is an existing assignment running")
 
 // Throttle config keys (Kafka's DynamicConfig / LogConfig names).
 const (
@@ -27,33 +26,16 @@ const (
 	FollowerThrottledReplicas = "follower.replication.throttled.replicas"
 )
 
-// ReassignmentInProgress returns the entries of /admin/reassign_partitions and whether the
-// znode exists.
-func (c *Coordinator) ReassignmentInProgress() ([]PartitionReassignment, bool, error) {
-	data, _, err := c.get(pathReassignPartitions)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	parts, err := DecodeReassignment(data)
-	if err != nil {
-		return nil, true, fmt.Errorf("zkcoord: %s: %w", pathReassignPartitions, err)
-	}
-	return parts, true, nil
-}
-
 // ValidateReassignment checks a plan against ZooKeeper the way Kafka's
 // ReassignPartitionsCommand does before writing it: a non-empty plan, no partition listed
 // twice, every partition existing, non-empty replica lists without duplicates, and every
 // replica a registered (live) broker. The error (ErrInvalidReplicaAssignment or
 // ErrUnknownTopic) names the offending partition or broker.
-func (c *Coordinator) ValidateReassignment(parts []PartitionReassignment) error {
+func (adm *Admin) ValidateReassignment(parts []PartitionReassignment) error {
 	if len(parts) == 0 {
 		return fmt.Errorf("%w: partition reassignment data file is empty", ErrInvalidReplicaAssignment)
 	}
-	live, err := c.liveBrokerIDs()
+	live, err := adm.liveBrokerIDs()
 	if err != nil {
 		return err
 	}
@@ -81,7 +63,7 @@ func (c *Coordinator) ValidateReassignment(parts []PartitionReassignment) error 
 		}
 		a, ok := assignments[p.Topic]
 		if !ok {
-			a, err = c.TopicAssignment(p.Topic)
+			a, err = adm.r.TopicAssignment(p.Topic)
 			if errors.Is(err, ErrUnknownTopic) {
 				return fmt.Errorf("%w: topic %q of partition %s does not exist", ErrUnknownTopic, p.Topic, name)
 			}
@@ -99,14 +81,14 @@ func (c *Coordinator) ValidateReassignment(parts []PartitionReassignment) error 
 
 // CurrentAssignment returns the current replicas of the partitions named in parts, in the
 // reassignment JSON shape (the rollback plan).
-func (c *Coordinator) CurrentAssignment(parts []PartitionReassignment) ([]PartitionReassignment, error) {
+func (adm *Admin) CurrentAssignment(parts []PartitionReassignment) ([]PartitionReassignment, error) {
 	cache := map[string]map[int32][]int32{}
 	var out []PartitionReassignment
 	for _, p := range parts {
 		a, ok := cache[p.Topic]
 		if !ok {
 			var err error
-			if a, err = c.TopicAssignment(p.Topic); err != nil {
+			if a, err = adm.r.TopicAssignment(p.Topic); err != nil {
 				return nil, err
 			}
 			cache[p.Topic] = a
@@ -123,54 +105,42 @@ func (c *Coordinator) CurrentAssignment(parts []PartitionReassignment) ([]Partit
 // StartReassignment validates parts (ValidateReassignment) and creates
 // /admin/reassign_partitions; the controller's watch starts the moves. It fails with
 // ErrReassignmentInProgress when the znode exists.
-func (c *Coordinator) StartReassignment(ctx context.Context, parts []PartitionReassignment) error {
-	if ok, _, err := c.exists(pathReassignPartitions); err != nil {
+func (adm *Admin) StartReassignment(ctx context.Context, parts []PartitionReassignment) error {
+	if ok, _, err := adm.conn.Exists(zkdata.PathReassignPartitions); err != nil {
 		return err
 	} else if ok {
 		return ErrReassignmentInProgress
 	}
-	if err := c.ValidateReassignment(parts); err != nil {
+	if err := adm.ValidateReassignment(parts); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := c.create(pathReassignPartitions, EncodeReassignment(parts), 0); err != nil {
+	if _, err := adm.conn.Create(zkdata.PathReassignPartitions, zkdata.EncodeReassignment(parts), 0); err != nil {
 		if errors.Is(err, zk.ErrNodeExists) {
 			return ErrReassignmentInProgress
 		}
 		return err
 	}
-	c.log.WithField("partitions", len(parts)).Info("partition reassignment requested")
+	adm.log.WithField("partitions", len(parts)).Info("partition reassignment requested")
 	return nil
-}
-
-// BrokerConfig returns the "config" map of /config/brokers/<id> (empty when absent).
-func (c *Coordinator) BrokerConfig(id int32) (map[string]string, error) {
-	data, _, err := c.get(brokerConfigPath(id))
-	if errors.Is(err, zk.ErrNoNode) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeConfig(data)
 }
 
 // alterConfig applies edit to the config znode at path (created when missing) with a
 // compare-and-set, then writes a /config/changes/config_change_ notification naming entity
 // ("topics/<t>" or "brokers/<id>"), like Kafka's AdminZkClient.changeConfigs. Nothing is
 // written when edit leaves the config unchanged.
-func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]string)) error {
+func (adm *Admin) alterConfig(path, entity string, edit func(map[string]string)) error {
 	for attempt := 0; attempt < 10; attempt++ {
-		data, st, err := c.get(path)
+		data, st, err := adm.conn.Get(path)
 		exists := err == nil
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		cfg := map[string]string{}
 		if exists {
-			if cfg, err = decodeConfig(data); err != nil {
+			if cfg, err = zkdata.DecodeConfig(data); err != nil {
 				return err
 			}
 		}
@@ -180,9 +150,9 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 			return nil
 		}
 		if exists {
-			_, err = c.set(path, encodeConfig(cfg), st.Version)
+			_, err = adm.conn.Set(path, zkdata.EncodeConfig(cfg), st.Version)
 		} else {
-			_, err = c.create(path, encodeConfig(cfg), 0)
+			_, err = adm.conn.Create(path, zkdata.EncodeConfig(cfg), 0)
 		}
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -190,7 +160,7 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 		if err != nil {
 			return err
 		}
-		_, err = c.create(pathConfigChanges+"/"+configChangePrefix, encodeConfigChange(entity), zk.FlagSequence)
+		_, err = adm.conn.Create(zkdata.ConfigChangeSequential, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
 		return err
 	}
 	return fmt.Errorf("zkcoord: %s keeps changing", path)
@@ -199,8 +169,8 @@ func (c *Coordinator) alterConfig(path, entity string, edit func(map[string]stri
 // FormatThrottledReplicas renders Kafka's throttled replica list "p:b,p:b" (sorted).
 func FormatThrottledReplicas(m map[int32][]int32) string {
 	var s []string
-	for _, p := range sortedPartitions(m) {
-		for _, b := range sortedInt32(m[p]) {
+	for _, p := range sorted.Keys(m) {
+		for _, b := range sorted.Int32s(m[p]) {
 			s = append(s, strconv.Itoa(int(p))+":"+strconv.Itoa(int(b)))
 		}
 	}
@@ -212,13 +182,13 @@ func FormatThrottledReplicas(m map[int32][]int32) string {
 // topic leader.replication.throttled.replicas = the pre-move replicas of its moving
 // partitions, follower.replication.throttled.replicas = the moving destinations.
 // Brokers enforce it only for replicas outside the ISR.
-func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leaderReplicas, followerReplicas map[string]map[int32][]int32) error {
+func (adm *Admin) SetReassignmentThrottle(rate int64, brokers []int32, leaderReplicas, followerReplicas map[string]map[int32][]int32) error {
 	if rate <= 0 {
 		return fmt.Errorf("zkcoord: throttle must be positive, got %d", rate)
 	}
 	v := strconv.FormatInt(rate, 10)
-	for _, id := range sortedInt32(brokers) {
-		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+	for _, id := range sorted.Int32s(brokers) {
+		err := adm.alterConfig(zkdata.BrokerConfigPath(id), zkdata.BrokerEntity(strconv.Itoa(int(id))), func(cfg map[string]string) {
 			cfg[LeaderThrottledRate] = v
 			cfg[FollowerThrottledRate] = v
 		})
@@ -239,11 +209,11 @@ func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leade
 	}
 	sort.Strings(names)
 	for _, t := range names {
-		if !validTopicName(t) {
+		if !zkdata.ValidTopicName(t) {
 			return fmt.Errorf("%w: %q", ErrUnknownTopic, t)
 		}
 		l, f := FormatThrottledReplicas(leaderReplicas[t]), FormatThrottledReplicas(followerReplicas[t])
-		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+		err := adm.alterConfig(zkdata.TopicConfigPath(t), zkdata.TopicEntity(t), func(cfg map[string]string) {
 			setOrDelete(cfg, LeaderThrottledReplicas, l)
 			setOrDelete(cfg, FollowerThrottledReplicas, f)
 		})
@@ -256,24 +226,24 @@ func (c *Coordinator) SetReassignmentThrottle(rate int64, brokers []int32, leade
 
 // SetBrokerThrottleRate changes only the brokers' throttle rates (an --execute while a
 // reassignment runs).
-func (c *Coordinator) SetBrokerThrottleRate(rate int64, brokers []int32) error {
-	return c.SetReassignmentThrottle(rate, brokers, nil, nil)
+func (adm *Admin) SetBrokerThrottleRate(rate int64, brokers []int32) error {
+	return adm.SetReassignmentThrottle(rate, brokers, nil, nil)
 }
 
 // ClearReassignmentThrottle removes the throttle rates from every broker's config (live
 // brokers and those with a config znode) and the throttled replica lists from topics
 // (Kafka's removeThrottle after a successful --verify). It reports whether anything was
 // removed.
-func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
+func (adm *Admin) ClearReassignmentThrottle(topics []string) (bool, error) {
 	ids := map[int32]bool{}
-	live, err := c.liveBrokerIDs()
+	live, err := adm.liveBrokerIDs()
 	if err != nil {
 		return false, err
 	}
 	for _, id := range live {
 		ids[id] = true
 	}
-	ch, err := c.children(pathConfigBrokers)
+	ch, err := adm.conn.Children(zkdata.PathConfigBrokers)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return false, err
 	}
@@ -283,8 +253,8 @@ func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
 		}
 	}
 	removed := false
-	for _, id := range sortedKeys(ids) {
-		err := c.alterConfig(brokerConfigPath(id), "brokers/"+strconv.Itoa(int(id)), func(cfg map[string]string) {
+	for _, id := range sorted.Keys(ids) {
+		err := adm.alterConfig(zkdata.BrokerConfigPath(id), zkdata.BrokerEntity(strconv.Itoa(int(id))), func(cfg map[string]string) {
 			for _, k := range []string{LeaderThrottledRate, FollowerThrottledRate} {
 				if _, ok := cfg[k]; ok {
 					delete(cfg, k)
@@ -297,15 +267,15 @@ func (c *Coordinator) ClearReassignmentThrottle(topics []string) (bool, error) {
 		}
 	}
 	for _, t := range topics {
-		if !validTopicName(t) {
+		if !zkdata.ValidTopicName(t) {
 			continue
 		}
-		if ok, _, err := c.exists(topicConfigPath(t)); err != nil {
+		if ok, _, err := adm.conn.Exists(zkdata.TopicConfigPath(t)); err != nil {
 			return removed, err
 		} else if !ok {
 			continue
 		}
-		err := c.alterConfig(topicConfigPath(t), "topics/"+t, func(cfg map[string]string) {
+		err := adm.alterConfig(zkdata.TopicConfigPath(t), zkdata.TopicEntity(t), func(cfg map[string]string) {
 			for _, k := range []string{LeaderThrottledReplicas, FollowerThrottledReplicas} {
 				if _, ok := cfg[k]; ok {
 					delete(cfg, k)
@@ -326,4 +296,19 @@ func setOrDelete(cfg map[string]string, k, v string) {
 		return
 	}
 	cfg[k] = v
+}
+
+// RequestPreferredElection creates /admin/preferred_replica_election listing tps
+// (Kafka's PreferredReplicaLeaderElectionCommand). ErrPreferredElectionInProgress when the
+// znode already exists. The partitions are not checked against the cluster here; the
+// controller skips unknown ones.
+func (adm *Admin) RequestPreferredElection(ctx context.Context, tps []TopicPartition) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := adm.conn.Create(zkdata.PathPreferredReplicaElection, zkdata.EncodePreferredElection(tps), 0)
+	if errors.Is(err, zk.ErrNodeExists) {
+		return ErrPreferredElectionInProgress
+	}
+	return err
 }

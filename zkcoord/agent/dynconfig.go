@@ -1,7 +1,6 @@
-package zkcoord
+package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,10 +10,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/sirupsen/logrus"
 )
 
-// Dynamic configuration on the broker side (issue 4): Kafka's DynamicConfigManager with its
+// Dynamic configuration on the broker side: Kafka's DynamicConfigManager with its
 // ZkNodeChangeNotificationListener on /config/changes. At start the listener reads the configs
 // of this broker (/config/brokers/<id>), of the cluster default (/config/brokers/<default>) and
 // of every topic (/config/topics/<t>); afterwards it processes every config_change_<seq>
@@ -24,21 +25,31 @@ import (
 // listener goroutine; nothing blocks the session path.
 
 const (
-	// defaultBrokerEntity is the cluster-wide broker config entity (/config/brokers/<default>).
-	defaultBrokerEntity = "<default>"
 	// configChangeExpiry is Kafka's ZkNodeChangeNotificationListener changeExpirationMs.
 	configChangeExpiry = 15 * time.Minute
 	// dynConfigRetry is the pause after a ZooKeeper error before the listener tries again.
 	dynConfigRetry = time.Second
 )
 
-// dynConfig is the listener state embedded in Coordinator (zero value ready).
-type dynConfig struct {
+// ConfigListener is the dynamic config listener of one broker.
+type ConfigListener struct {
+	conn     zkclient.Conn
+	brokerID int32
+	log      logrus.FieldLogger
+	wg       sync.WaitGroup
+
 	mu        sync.Mutex
 	callbacks []func(entity string, cfg map[string]string)
 	started   bool
+	closed    bool
 	fullScan  bool // a callback was added: deliver every entity again
 	wake      chan struct{}
+}
+
+// NewConfigListener returns the listener of broker brokerID; it starts with the first
+// OnDynamicConfig.
+func NewConfigListener(conn zkclient.Conn, brokerID int32, log logrus.FieldLogger) *ConfigListener {
+	return &ConfigListener{conn: conn, brokerID: brokerID, log: log.WithField("component", "dynamic-config"), wake: make(chan struct{}, 1)}
 }
 
 // OnDynamicConfig registers f to receive dynamic configs (replicamanager.DynamicConfigSource):
@@ -46,48 +57,51 @@ type dynConfig struct {
 // entity's complete current config (empty when its znode is absent). The first registration
 // starts the listener; every registration makes it deliver all entities again. f is called from
 // the listener goroutine, one call at a time, and must not block.
-func (c *Coordinator) OnDynamicConfig(f func(entity string, cfg map[string]string)) {
+func (d *ConfigListener) OnDynamicConfig(f func(entity string, cfg map[string]string)) {
 	if f == nil {
 		return
 	}
-	// c.mu makes the start and Close's wg.Wait mutually ordered.
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
 		return
 	}
-	d := &c.dyn
-	d.mu.Lock()
 	d.callbacks = append(d.callbacks, f)
 	d.fullScan = true
 	start := !d.started
 	if start {
 		d.started = true
-		d.wake = make(chan struct{}, 1)
+		d.wg.Add(1)
 	}
-	wake := d.wake
 	d.mu.Unlock()
 	if start {
-		c.wg.Add(1)
-		go c.dynConfigLoop()
+		go d.loop()
 	}
 	select {
-	case wake <- struct{}{}:
+	case d.wake <- struct{}{}:
 	default:
 	}
 }
 
-// dynConfigLoop is the listener goroutine.
-func (c *Coordinator) dynConfigLoop() {
-	defer c.wg.Done()
-	l := &configChangeListener{c: c, lastSeq: -1, ctimes: map[int64]int64{}}
-	log := c.log.WithField("component", "dynamic-config")
+// Close waits for the listener goroutine, which ends with the connection.
+func (d *ConfigListener) Close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// loop is the listener goroutine.
+func (d *ConfigListener) loop() {
+	defer d.wg.Done()
+	l := &configChangeListener{d: d, lastSeq: -1, ctimes: map[int64]int64{}}
+	done := d.conn.Done()
 	var watch <-chan zk.Event
 	for {
 		var err error
 		watch, err = l.step()
-		if err != nil && !c.isClosed() {
-			log.WithError(err).Warn("processing dynamic config changes failed; retrying")
+		if err != nil && !isClosed(done) {
+			d.log.WithError(err).Warn("processing dynamic config changes failed; retrying")
 			watch = nil
 		}
 		var timer *time.Timer
@@ -97,23 +111,23 @@ func (c *Coordinator) dynConfigLoop() {
 			retryC = timer.C
 		}
 		select {
-		case <-c.done:
-		case <-c.dyn.wake:
+		case <-done:
+		case <-d.wake:
 		case <-watch:
 		case <-retryC:
 		}
 		if timer != nil {
 			timer.Stop()
 		}
-		if c.isClosed() {
+		if isClosed(done) {
 			return
 		}
 	}
 }
 
-// configChangeListener is the state of dynConfigLoop.
+// configChangeListener is the state of the listener goroutine.
 type configChangeListener struct {
-	c       *Coordinator
+	d       *ConfigListener
 	lastSeq int64           // highest notification sequence number processed; -1 before the first scan
 	ctimes  map[int64]int64 // known notifications: seq → creation time (ms), for the purge
 }
@@ -121,22 +135,17 @@ type configChangeListener struct {
 // step runs one round: a full scan when asked for (or first), else the notifications above
 // lastSeq; then the purge. It returns the re-armed children watch of /config/changes.
 func (l *configChangeListener) step() (<-chan zk.Event, error) {
-	c := l.c
-	var children []string
-	var watch <-chan zk.Event
-	err := retry(c, func() (err error) {
-		children, _, watch, err = c.conn.ChildrenW(c.p(pathConfigChanges))
-		return err
-	})
+	d := l.d
+	children, watch, err := d.conn.ChildrenW(zkdata.PathConfigChanges)
 	if err != nil {
-		return nil, fmt.Errorf("zkcoord: watch %s: %w", pathConfigChanges, err)
+		return nil, fmt.Errorf("zkcoord: watch %s: %w", zkdata.PathConfigChanges, err)
 	}
-	seqs := configChangeSeqs(children)
+	seqs := zkdata.ConfigChangeSeqs(children)
 
-	c.dyn.mu.Lock()
-	full := c.dyn.fullScan || l.lastSeq < 0
-	c.dyn.fullScan = false
-	c.dyn.mu.Unlock()
+	d.mu.Lock()
+	full := d.fullScan || l.lastSeq < 0
+	d.fullScan = false
+	d.mu.Unlock()
 
 	if full {
 		// Everything up to the newest notification seen is covered by reading every entity
@@ -146,15 +155,15 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 				l.lastSeq = s
 			}
 			if _, ok := l.ctimes[s]; !ok {
-				if ok, st, err := c.exists(configChangePath(s)); err == nil && ok {
+				if ok, st, err := d.conn.Exists(zkdata.ConfigChangePath(s)); err == nil && ok {
 					l.ctimes[s] = st.Ctime
 				}
 			}
 		}
 		if err := l.deliverAll(); err != nil {
-			c.dyn.mu.Lock()
-			c.dyn.fullScan = true // try the whole scan again
-			c.dyn.mu.Unlock()
+			d.mu.Lock()
+			d.fullScan = true // try the whole scan again
+			d.mu.Unlock()
 			return nil, err
 		}
 	} else {
@@ -164,7 +173,7 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 			if s <= l.lastSeq {
 				continue
 			}
-			data, st, err := c.get(configChangePath(s))
+			data, st, err := d.conn.Get(zkdata.ConfigChangePath(s))
 			if errors.Is(err, zk.ErrNoNode) {
 				l.lastSeq = s
 				continue // purged meanwhile
@@ -174,9 +183,9 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 			}
 			l.ctimes[s] = st.Ctime
 			l.lastSeq = s
-			entity, err := decodeConfigChange(data)
+			entity, err := zkdata.DecodeConfigChange(data)
 			if err != nil {
-				c.log.WithFields(logrus.Fields{"notification": configChangePath(s)}).WithError(err).Warn("ignoring malformed config change notification")
+				d.log.WithFields(logrus.Fields{"notification": zkdata.ConfigChangePath(s)}).WithError(err).Warn("ignoring malformed config change notification")
 				continue
 			}
 			if !seen[entity] {
@@ -197,19 +206,19 @@ func (l *configChangeListener) step() (<-chan zk.Event, error) {
 // deliverAll hands every relevant entity's config to the callbacks: this broker, the default
 // broker entity and every topic with a config znode.
 func (l *configChangeListener) deliverAll() error {
-	c := l.c
-	for _, name := range []string{defaultBrokerEntity, strconv.Itoa(int(c.cfg.BrokerID))} {
-		if err := l.deliverEntity("brokers/" + name); err != nil {
+	d := l.d
+	for _, name := range []string{zkdata.DefaultBrokerEntity, strconv.Itoa(int(d.brokerID))} {
+		if err := l.deliverEntity(zkdata.BrokerEntity(name)); err != nil {
 			return err
 		}
 	}
-	topics, err := c.children(pathConfigTopics)
+	topics, err := d.conn.Children(zkdata.PathConfigTopics)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}
 	sort.Strings(topics)
 	for _, t := range topics {
-		if err := l.deliverEntity("topics/" + t); err != nil {
+		if err := l.deliverEntity(zkdata.TopicEntity(t)); err != nil {
 			return err
 		}
 	}
@@ -219,32 +228,32 @@ func (l *configChangeListener) deliverAll() error {
 // deliverEntity re-reads one entity's config and calls the callbacks; entities that do not
 // concern this broker (another broker's config, clients, users) are skipped.
 func (l *configChangeListener) deliverEntity(entity string) error {
-	c := l.c
+	d := l.d
 	kind, name, _ := strings.Cut(entity, "/")
 	var path string
 	switch {
-	case kind == "brokers" && (name == defaultBrokerEntity || name == strconv.Itoa(int(c.cfg.BrokerID))):
-		path = pathConfigBrokers + "/" + name
-	case kind == "topics" && validTopicName(name):
-		path = topicConfigPath(name)
+	case kind == "brokers" && (name == zkdata.DefaultBrokerEntity || name == strconv.Itoa(int(d.brokerID))):
+		path = zkdata.BrokerEntityConfigPath(name)
+	case kind == "topics" && zkdata.ValidTopicName(name):
+		path = zkdata.TopicConfigPath(name)
 	default:
 		return nil
 	}
 	cfg := map[string]string{}
-	data, _, err := c.get(path)
+	data, _, err := d.conn.Get(path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:
 		return err
 	default:
-		if cfg, err = decodeConfig(data); err != nil {
-			c.log.WithFields(logrus.Fields{"path": path}).WithError(err).Warn("ignoring undecodable config znode")
+		if cfg, err = zkdata.DecodeConfig(data); err != nil {
+			d.log.WithFields(logrus.Fields{"path": path}).WithError(err).Warn("ignoring undecodable config znode")
 			return nil
 		}
 	}
-	c.dyn.mu.Lock()
-	cbs := append([]func(string, map[string]string){}, c.dyn.callbacks...)
-	c.dyn.mu.Unlock()
+	d.mu.Lock()
+	cbs := append([]func(string, map[string]string){}, d.callbacks...)
+	d.mu.Unlock()
 	for _, f := range cbs {
 		cp := make(map[string]string, len(cfg))
 		for k, v := range cfg {
@@ -258,7 +267,7 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 // purge deletes processed notifications older than configChangeExpiry (Kafka's
 // purgeObsoleteNotifications). Several brokers purge concurrently: a missing node is fine.
 func (l *configChangeListener) purge(present []int64) {
-	c := l.c
+	d := l.d
 	live := make(map[int64]bool, len(present))
 	for _, s := range present {
 		live[s] = true
@@ -272,61 +281,11 @@ func (l *configChangeListener) purge(present []int64) {
 		if s > l.lastSeq || ctime >= cutoff {
 			continue
 		}
-		err := retry(c, func() error { return c.conn.Delete(c.p(configChangePath(s)), -1) })
+		err := d.conn.Delete(zkdata.ConfigChangePath(s), -1)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			c.log.WithField("notification", configChangePath(s)).WithError(err).Debug("purging config change notification failed")
+			d.log.WithField("notification", zkdata.ConfigChangePath(s)).WithError(err).Debug("purging config change notification failed")
 			continue
 		}
 		delete(l.ctimes, s)
-	}
-}
-
-func configChangePath(seq int64) string {
-	return fmt.Sprintf("%s/%s%010d", pathConfigChanges, configChangePrefix, seq)
-}
-
-// configChangeSeqs returns the sequence numbers of the config_change_<seq> children, sorted.
-func configChangeSeqs(children []string) []int64 {
-	out := make([]int64, 0, len(children))
-	for _, ch := range children {
-		rest, ok := strings.CutPrefix(ch, configChangePrefix)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil || n < 0 {
-			continue
-		}
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
-// decodeConfigChange parses a notification: version 2 {"version":2,"entity_path":"topics/t"}
-// or the old version 1 {"version":1,"entity_type":"topics","entity_name":"t"}.
-func decodeConfigChange(data []byte) (string, error) {
-	var z struct {
-		Version    int32  `json:"version"`
-		EntityPath string `json:"entity_path"`
-		EntityType string `json:"entity_type"`
-		EntityName string `json:"entity_name"`
-	}
-	if err := json.Unmarshal(data, &z); err != nil {
-		return "", err
-	}
-	switch z.Version {
-	case 1:
-		if z.EntityType == "" || z.EntityName == "" {
-			return "", errors.New("version 1 notification without entity_type/entity_name")
-		}
-		return z.EntityType + "/" + z.EntityName, nil
-	case 2:
-		if !strings.Contains(z.EntityPath, "/") {
-			return "", fmt.Errorf("invalid entity_path %q", z.EntityPath)
-		}
-		return z.EntityPath, nil
-	default:
-		return "", fmt.Errorf("unsupported notification version %d", z.Version)
 	}
 }

@@ -1,10 +1,37 @@
-package zkcoord
+package admin
 
 import (
 	"errors"
 	"reflect"
 	"testing"
 )
+
+// assignReplicasFrom is Kafka's assignReplicasToBrokersRackUnaware with a fixed start index:
+// from partition 0 it equals AssignReplicasToBrokers with that start index and shift; from
+// partition k the shift starts again at the start index (as in Kafka's addPartitions).
+func TestAssignReplicasFromContinuesCreationLayout(t *testing.T) {
+	brokers := []int32{1, 2, 3, 4, 5}
+	for start := 0; start < len(brokers); start++ {
+		full, err := AssignReplicasToBrokers(brokers, 12, 3, start, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := assignReplicasFrom(brokers, 12, 3, start, 0)
+		if err != nil || !reflect.DeepEqual(got, full) {
+			t.Fatalf("start %d: %v %v, want %v", start, got, err, full)
+		}
+	}
+	// Brokers 1..5, start index 0, partitions 7 and 10: first replica at index p%5, shift 0
+	// for p=7, 1 for p=10 (p%5 == 0).
+	got, err := assignReplicasFrom(brokers, 4, 3, 0, 7)
+	want := map[int32][]int32{7: {3, 4, 5}, 8: {4, 5, 1}, 9: {5, 1, 2}, 10: {1, 3, 4}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v %v, want %v", got, err, want)
+	}
+	if _, err := assignReplicasFrom(brokers, 1, 6, 0, 0); err == nil {
+		t.Fatal("replication factor above the broker count accepted")
+	}
+}
 
 func TestAssignReplicasToBrokersKafkaTable(t *testing.T) {
 	// Kafka's AdminTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, start index 0.
@@ -83,39 +110,5 @@ func TestAssignReplicasToBrokersErrors(t *testing.T) {
 	}
 	if _, err := AssignReplicasToBrokers(nil, 1, 1, -1, -1); !errors.Is(err, ErrInvalidReplicationFactor) {
 		t.Fatalf("no brokers: %v", err)
-	}
-}
-
-func TestValidTopicName(t *testing.T) {
-	long := make([]byte, 250)
-	for i := range long {
-		long[i] = 'a'
-	}
-	for name, ok := range map[string]bool{
-		"a": true, "A-b_c.d9": true, string(long[:249]): true, string(long): false,
-		"": false, ".": false, "..": false, "a b": false, "a/b": false, "ä": false,
-	} {
-		if validTopicName(name) != ok {
-			t.Errorf("validTopicName(%q) != %v", name, ok)
-		}
-	}
-}
-
-func TestDecodersRejectGarbage(t *testing.T) {
-	for _, in := range [][]byte{nil, []byte("{"), []byte(`{"partitions":{"x":[1]}}`), []byte(`[]`), []byte(`{"endpoints":["nope"]}`)} {
-		_, _ = decodeBroker(1, in)
-		_, _ = decodeTopic("t", in)
-		_, _ = decodeState(in)
-		_, _ = decodeConfig(in)
-		_, _ = decodeIsrChange(in)
-		_, _ = decodeController(in)
-		_, _ = decodeClusterID(in)
-		_, _ = decodeControllerEpoch(in)
-	}
-	if _, err := decodeTopic("t", []byte(`{"version":2,"partitions":{"x":[1]}}`)); err == nil {
-		t.Fatal("bad partition key accepted")
-	}
-	if _, err := decodeBroker(1, []byte(`{"endpoints":["PLAINTEXT://nohost"]}`)); err == nil {
-		t.Fatal("bad endpoint accepted")
 	}
 }

@@ -1,13 +1,13 @@
-package zkcoord
+package controller
 
 import (
 	"context"
 	"errors"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"slices"
 )
 
-// Controlled shutdown (K7, kafka-zk-reference §2 "Controlled shutdown"; Kafka's
-// KafkaController.doControlledShutdown). A broker about to stop sends ControlledShutdown
+// Controlled shutdown (K7; Kafka's KafkaController.doControlledShutdown). A broker about to stop sends ControlledShutdown
 // (API key 7) to the controller, which moves the leaderships the broker holds to other ISR
 // members and takes it out of the ISRs it follows in, so clients see a leader change
 // instead of a dead leader. The request is served on the controller goroutine like every
@@ -44,11 +44,8 @@ type shutdownResult struct {
 // Errors: ErrNotController when this broker is not the active controller,
 // ErrBrokerNotAvailable for a broker that is not live, ErrStaleBrokerEpoch when
 // brokerEpoch is older than its registration, ctx's error when ctx ends first.
-func (c *Coordinator) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
-	c.mu.Lock()
-	ct, closed := c.ctl, c.closed
-	c.mu.Unlock()
-	if ct == nil || closed || !ct.active.Load() {
+func (ct *Controller) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
+	if ct.closed() || !ct.active.Load() {
 		return nil, ErrNotController
 	}
 	req := &shutdownReq{brokerID: brokerID, brokerEpoch: brokerEpoch, reply: make(chan shutdownResult, 1)}
@@ -58,14 +55,18 @@ func (c *Coordinator) ControlledShutdown(ctx context.Context, brokerID int32, br
 		return r.remaining, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-c.done:
+	case <-ct.done:
 		return nil, ErrNotController
 	}
 }
 
-// onControlledShutdown runs on the controller goroutine. It always answers the waiting
+// shutdownHandler is the controller side of controlled shutdown.
+type shutdownHandler struct{ ct *Controller }
+
+// onRequest runs on the controller goroutine. It always answers the waiting
 // handler, even when processing panics (handle's recover then resigns).
-func (ct *controller) onControlledShutdown(req *shutdownReq) {
+func (h shutdownHandler) onRequest(req *shutdownReq) {
+	ct := h.ct
 	if req == nil {
 		return
 	}
@@ -75,7 +76,7 @@ func (ct *controller) onControlledShutdown(req *shutdownReq) {
 		res.err = ErrNotController
 		return
 	}
-	remaining, err := ct.processControlledShutdown(req.brokerID, req.brokerEpoch)
+	remaining, err := h.process(req.brokerID, req.brokerEpoch)
 	switch {
 	case err == nil, errors.Is(err, ErrBrokerNotAvailable), errors.Is(err, ErrStaleBrokerEpoch):
 		res = shutdownResult{remaining: remaining, err: err}
@@ -88,10 +89,11 @@ func (ct *controller) onControlledShutdown(req *shutdownReq) {
 	}
 }
 
-// processControlledShutdown is KafkaController.doControlledShutdown.
-func (ct *controller) processControlledShutdown(id int32, brokerEpoch int64) ([]TopicPartition, error) {
+// process is KafkaController.doControlledShutdown.
+func (h shutdownHandler) process(id int32, brokerEpoch int64) ([]TopicPartition, error) {
+	ct := h.ct
 	l := ct.log.WithField("shuttingDownBroker", id)
-	bi, ok := ct.live[id]
+	bi, ok := ct.ctx.live[id]
 	if !ok {
 		l.Warn("controlled shutdown requested by a broker that is not live")
 		return nil, ErrBrokerNotAvailable
@@ -101,17 +103,17 @@ func (ct *controller) processControlledShutdown(id int32, brokerEpoch int64) ([]
 		l.WithField("brokerEpoch", brokerEpoch).WithField("currentBrokerEpoch", bi.Epoch).Warn("controlled shutdown with a stale broker epoch")
 		return nil, ErrStaleBrokerEpoch
 	}
-	ct.shuttingDown[id] = true
-	l.WithField("shuttingDownBrokers", sortedKeys(ct.shuttingDown)).Info("controlled shutdown requested")
+	ct.ctx.shuttingDown[id] = true
+	l.WithField("shuttingDownBrokers", sorted.Keys(ct.ctx.shuttingDown)).Info("controlled shutdown requested")
 
 	// Only replicated partitions are acted on: an RF=1 partition has nowhere to go.
 	var led, followed []TopicPartition
-	for _, tp := range ct.sortedStates() {
-		reps := ct.replicas(tp)
+	for _, tp := range ct.ctx.sortedStates() {
+		reps := ct.ctx.replicas(tp)
 		if len(reps) <= 1 || !slices.Contains(reps, id) {
 			continue
 		}
-		if ct.states[tp].leader == id {
+		if ct.ctx.states[tp].leader == id {
 			led = append(led, tp)
 		} else {
 			followed = append(followed, tp)
@@ -120,79 +122,31 @@ func (ct *controller) processControlledShutdown(id int32, brokerEpoch int64) ([]
 	b := ct.newBatch()
 	// Led partitions: ControlledShutdown election; the LeaderAndIsr goes to every live
 	// replica, the shutting-down broker included (it becomes a follower of the new leader).
-	if err := ct.updateStatesWith(led, b, ct.controlledShutdownState, ct.liveReplicas); err != nil {
+	elect := func(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
+		next, changed := controlledShutdownElection(ct.ctx.replicas(tp), cur, ct.ctx, func(r int32) bool { return ct.ctx.shuttingDown[r] })
+		return next, changed, false
+	}
+	if err := ct.psm.elect(led, b, elect, ct.ctx.liveReplicas); err != nil {
 		return nil, err
 	}
-	// Followed partitions: StopReplica(delete=false) to it, then OfflineReplica (it leaves
-	// the ISR with the leader epoch bumped; LeaderAndIsr to the other replicas).
+	// Followed partitions: the replica goes OfflineReplica: StopReplica(delete=false) to it,
+	// and it leaves the ISR with the leader epoch bumped (LeaderAndIsr to the other replicas).
+	var offline []partitionReplica
 	for _, tp := range followed {
-		b.stopReplica([]int32{id}, tp, false)
+		offline = append(offline, partitionReplica{tp, id})
 	}
-	offline := func(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
-		return ct.offlineReplicaState(id, cur)
-	}
-	others := func(tp TopicPartition) []int32 {
-		return slices.DeleteFunc(ct.liveReplicas(tp), func(r int32) bool { return r == id })
-	}
-	if err := ct.updateStatesWith(followed, b, offline, others); err != nil {
+	if err := ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
 		return nil, err
 	}
 	b.send()
 
 	var remaining []TopicPartition
-	for _, tp := range ct.sortedStates() {
-		if ct.states[tp].leader == id && len(ct.replicas(tp)) > 1 {
+	for _, tp := range ct.ctx.sortedStates() {
+		if ct.ctx.states[tp].leader == id && len(ct.ctx.replicas(tp)) > 1 {
 			remaining = append(remaining, tp)
 		}
 	}
 	l.WithField("moved", len(led)-len(remaining)).WithField("remaining", len(remaining)).
 		WithField("followed", len(followed)).Info("controlled shutdown processed")
 	return remaining, nil
-}
-
-// controlledShutdownState is the ControlledShutdown election
-// (PartitionLeaderElectionAlgorithms.controlledShutdownPartitionLeaderElection): the first
-// replica in assignment order that is live (shutting-down counts), in the ISR and not
-// shutting down; ISR −= shutting-down brokers; leader_epoch+1. No candidate: unchanged (the
-// partition is reported as remaining).
-func (ct *controller) controlledShutdownState(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
-	if !ct.shuttingDown[cur.leader] {
-		return cur, false, false // moved meanwhile (a re-read after BADVERSION)
-	}
-	leader := int32(noLeader)
-	for _, r := range ct.replicas(tp) {
-		if ct.isLive(r) && !ct.shuttingDown[r] && slices.Contains(cur.isr, r) {
-			leader = r
-			break
-		}
-	}
-	if leader == noLeader {
-		return cur, false, false
-	}
-	isr := slices.DeleteFunc(slices.Clone(cur.isr), func(r int32) bool { return ct.shuttingDown[r] })
-	return leaderIsr{leader: leader, leaderEpoch: cur.leaderEpoch + 1, isr: isr, controllerEpoch: ct.epoch}, true, false
-}
-
-// offlineReplicaState is the OfflineReplica transition of replica id: it leaves the ISR
-// with leader_epoch+1 (leader -1 if it led); the last ISR member is kept, so the ISR is
-// never empty.
-func (ct *controller) offlineReplicaState(id int32, cur leaderIsr) (leaderIsr, bool, bool) {
-	if !slices.Contains(cur.isr, id) {
-		return cur, false, false
-	}
-	isr := slices.DeleteFunc(slices.Clone(cur.isr), func(r int32) bool { return r == id })
-	if len(isr) == 0 {
-		return cur, false, false
-	}
-	leader := cur.leader
-	if leader == id {
-		leader = noLeader
-	}
-	return leaderIsr{leader: leader, leaderEpoch: cur.leaderEpoch + 1, isr: isr, controllerEpoch: ct.epoch}, true, false
-}
-
-// electable reports whether broker id may be chosen as a leader: live and not shutting
-// down (Kafka's liveBrokerIds excludes shutting-down brokers).
-func (ct *controller) electable(id int32) bool {
-	return ct.isLive(id) && !ct.shuttingDown[id]
 }

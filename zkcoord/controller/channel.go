@@ -1,0 +1,227 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/queue"
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request versions the controller sends (Kafka 2.4).
+const (
+	leaderAndIsrVersion   = 4
+	updateMetadataVersion = 6
+	stopReplicaVersion    = 2
+	sendBackoff           = 100 * time.Millisecond
+)
+
+// BrokerConn is the controller's connection to one broker.
+type BrokerConn interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	Close() error
+}
+
+// DialFunc opens a BrokerConn to addr ("host:port") from localAddr (optional source IP).
+type DialFunc func(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error)
+
+func dialWire(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error) {
+	c, err := wire.Dial(ctx, addr, localAddr, clientID, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// channelManager is Kafka's ControllerChannelManager: one brokerSender per live broker.
+type channelManager struct {
+	ct      *Controller
+	senders map[int32]*brokerSender
+}
+
+func (m *channelManager) startSender(b BrokerInfo) {
+	m.stopSender(b.ID)
+	ct := m.ct
+	ep, ok := b.Endpoint(ct.cfg.InterBrokerListener)
+	if !ok {
+		ct.log.WithField("targetBroker", b.ID).WithField("listener", ct.cfg.InterBrokerListener).Error("cannot reach broker: no endpoint for the inter-broker listener")
+		return
+	}
+	s := &brokerSender{
+		id:      b.ID,
+		addr:    net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))),
+		cfg:     ct.cfg,
+		log:     ct.cfg.Log.WithField("targetBroker", b.ID),
+		q:       queue.New[kmsg.Request](),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		onResp:  m.onResponse,
+		control: ct.cfg.BrokerID,
+	}
+	go s.run()
+	m.senders[b.ID] = s
+}
+
+func (m *channelManager) stopSender(id int32) {
+	if s, ok := m.senders[id]; ok {
+		s.close()
+		delete(m.senders, id)
+	}
+}
+
+func (m *channelManager) stopAll() {
+	for id := range m.senders {
+		m.stopSender(id)
+	}
+}
+
+// send queues req for broker id; nothing happens when the broker has no sender (not live).
+func (m *channelManager) send(id int32, req kmsg.Request) bool {
+	s := m.senders[id]
+	if s == nil {
+		return false
+	}
+	s.q.Put(req)
+	return true
+}
+
+// onResponse runs on a sender goroutine: it only inspects the answer and enqueues events.
+func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.Response) {
+	var code int16
+	var epoch int32
+	l := m.ct.cfg.Log.WithField("component", "controller").WithField("targetBroker", brokerID)
+	switch r := resp.(type) {
+	case *kmsg.LeaderAndISRResponse:
+		code = r.ErrorCode
+		epoch = req.(*kmsg.LeaderAndISRRequest).ControllerEpoch
+		for _, p := range r.Partitions {
+			if p.ErrorCode != 0 {
+				l.WithField("topic", p.Topic).WithField("partition", p.Partition).
+					WithField("error", kerr.ErrorForCode(p.ErrorCode)).Warn("LeaderAndIsr partition error")
+			}
+		}
+	case *kmsg.UpdateMetadataResponse:
+		code = r.ErrorCode
+		epoch = req.(*kmsg.UpdateMetadataRequest).ControllerEpoch
+	case *kmsg.StopReplicaResponse:
+		code = r.ErrorCode
+		epoch = req.(*kmsg.StopReplicaRequest).ControllerEpoch
+	}
+	if code == 0 {
+		return
+	}
+	l.WithField("apiKey", req.Key()).WithField("error", kerr.ErrorForCode(code)).Warn("broker rejected controller request")
+	if code == kerr.StaleControllerEpoch.Code {
+		m.ct.enqueue(event{kind: evStaleEpoch, epoch: epoch})
+	}
+}
+
+// brokerSender is Kafka's RequestSendThread: one goroutine and an unbounded queue per live
+// broker. It sends the queued requests in order and retries the head request with a 100 ms
+// backoff until it gets a response or the broker is removed.
+type brokerSender struct {
+	id      int32
+	addr    string
+	cfg     Config
+	control int32 // the controller's broker id
+	log     logrus.FieldLogger
+	q       *queue.Queue[kmsg.Request]
+	stop    chan struct{}
+	done    chan struct{}
+	onResp  func(brokerID int32, req kmsg.Request, resp kmsg.Response)
+}
+
+// close stops the sender without waiting for queued requests.
+func (s *brokerSender) close() {
+	close(s.stop)
+	<-s.done
+}
+
+func (s *brokerSender) run() {
+	defer close(s.done)
+	clientID := fmt.Sprintf("controller-%d-to-broker-%d", s.control, s.id)
+	var conn BrokerConn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	for {
+		req, ok := s.q.Get(s.stop)
+		if !ok {
+			return
+		}
+		for attempt := 0; ; attempt++ {
+			if conn == nil {
+				c, err := s.cfg.Dial(ctx, s.addr, s.cfg.LocalAddr, clientID, s.cfg.ControllerSocketTimeout)
+				if err != nil {
+					if attempt%50 == 0 {
+						s.log.WithError(err).WithField("addr", s.addr).Warn("controller cannot connect to broker; retrying")
+					}
+					if !s.backoff() {
+						return
+					}
+					continue
+				}
+				conn = c
+			}
+			rctx, rcancel := context.WithTimeout(ctx, s.cfg.ControllerSocketTimeout)
+			resp, err := conn.Request(rctx, req)
+			rcancel()
+			if err != nil {
+				conn.Close()
+				conn = nil
+				select {
+				case <-s.stop:
+					return // removed while the request was in flight
+				default:
+				}
+				if attempt%50 == 0 {
+					s.log.WithError(err).WithField("apiKey", req.Key()).Warn("controller request to broker failed; retrying")
+				}
+				if !s.backoff() {
+					return
+				}
+				continue
+			}
+			s.onResp(s.id, req, resp)
+			break
+		}
+	}
+}
+
+func (s *brokerSender) backoff() bool {
+	t := time.NewTimer(sendBackoff)
+	defer t.Stop()
+	select {
+	case <-s.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func securityProtocolID(p string) int16 {
+	switch p {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	default:
+		return 0 // PLAINTEXT
+	}
+}

@@ -1,0 +1,45 @@
+package controller
+
+// evKind names a controller event (Kafka's ControllerEvent classes).
+type evKind int
+
+const (
+	evElect                 evKind = iota // startup, new session, retry after an error (Startup/Reelect)
+	evControllerChange                    // /controller changed or vanished (ControllerChange)
+	evExpire                              // the session expired (Expire)
+	evBrokerChange                        // /brokers/ids children (BrokerChange)
+	evTopicChange                         // /brokers/topics children (TopicChange)
+	evPartitionModification               // /brokers/topics/<t> data (PartitionModifications)
+	evDeleteTopics                        // /admin/delete_topics children (TopicDeletion)
+	evIsrChange                           // /isr_change_notification children (IsrChangeNotification)
+	evStaleEpoch                          // a broker answered STALE_CONTROLLER_EPOCH
+	evControlledShutdown                  // a ControlledShutdown request (ControlledShutdown, K7)
+	evPreferredElection                   // /admin/preferred_replica_election (ReplicaLeaderElection)
+	evAutoRebalance                       // leader imbalance check timer (AutoPreferredReplicaLeaderElection)
+	evReassignPartitions                  // /admin/reassign_partitions exists watch (PartitionReassignment)
+	evReassignIsrChange                   // state znode of a reassigning partition (PartitionReassignmentIsrChange)
+	evShutdown                            // Close
+)
+
+var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
+	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
+	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
+	"PartitionReassignment", "PartitionReassignmentIsrChange", "Shutdown"}
+
+func (k evKind) String() string {
+	if int(k) < len(evNames) {
+		return evNames[k]
+	}
+	return "Unknown"
+}
+
+// event is one entry of the controller's queue.
+type event struct {
+	kind  evKind
+	key   string // watch key, for watch events
+	token uint64 // watch registration, for watch events
+	topic string
+	epoch int32
+
+	shutdown *shutdownReq // evControlledShutdown
+}
