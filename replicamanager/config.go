@@ -6,8 +6,8 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
 // Config holds the broker settings the replica manager uses (kafka-zk-reference §6).
