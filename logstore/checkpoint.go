@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Checkpoint file names (kafka-zk-reference §5).
+// Checkpoint file names (docs/kafka-facts.md §6).
 const (
 	recoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
 	replicationCheckpointFile   = "replication-offset-checkpoint"

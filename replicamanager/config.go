@@ -6,11 +6,11 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
-// Config holds the broker settings the replica manager uses (kafka-zk-reference §6).
+// Config holds the broker settings the replica manager uses (docs/kafka-facts.md §7).
 type Config struct {
 	BrokerID                        int32
 	ReplicaLagTimeMax               time.Duration // replica.lag.time.max.ms (S5b, S10)
