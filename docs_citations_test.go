@@ -31,7 +31,7 @@ var outsideCitations = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(^|[^\w/.-])(reliability|performance)\.md`),
 	regexp.MustCompile(`(?i)\bthe article\b|\barticle('s)?\s+[SK]\d`),
 	regexp.MustCompile(`(?i)reliability reference`),
-	regexp.MustCompile(`(?i)shared/docs|\.\./shared\b|/work/shared`),
+	regexp.MustCompile(`(?i)shared/docs|\.\./shared\b`),
 }
 
 var (
