@@ -14,7 +14,7 @@ import (
 )
 
 // The repository is self-contained: code comments, scripts, scenario scripts and tests cite only
-// documents of its own docs/ directory (docs/design.md, "Citations"). This test reads every .go,
+// documents of its own docs/ directory (docs/design.md, "Conventions"). This test reads every .go,
 // .sh, .yml/.yaml, Dockerfile and testdata/*.txt file of the tree and fails on
 //   - a citation of a reference document that is not in the repository (kafka-zk-reference,
 //     clients.md, style.md, architecture.md, groups-reference, article.md, "the article", "the
