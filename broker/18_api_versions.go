@@ -9,7 +9,7 @@ import (
 //
 // Behavior:
 //   - Answers the keys and version ranges registered by the handler files, min 0 for
-//     each as Kafka 2.8 does (librdkafka enables features by range overlap; clients.md).
+//     each as Kafka 2.8 does (librdkafka enables features by range overlap; docs/kafka-facts.md §10).
 //   - A request version above 3 (kgo starts at v5) is answered, before its body is read,
 //     with a v0-format body: error_code 35 (UNSUPPORTED_VERSION) and the full key list
 //     (KIP-511); the connection stays open and the client retries at v3.

@@ -14,7 +14,7 @@ import (
 )
 
 // InitProducerId: v0-4 (v2+ flexible). Producer ids for idempotent producers (kgo is
-// idempotent by default and sends v4; clients.md).
+// idempotent by default and sends v4; docs/kafka-facts.md §10).
 //
 // Behavior:
 //   - A null or empty transactional id gets the next producer id of this broker's current

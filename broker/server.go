@@ -50,7 +50,7 @@ const (
 	maxInFlight = 64
 )
 
-// Metric names (kafka-zk-reference §8). Consumer fetch bytes and follower fetch bytes are
+// Metric names (docs/kafka-facts.md §9). Consumer fetch bytes and follower fetch bytes are
 // counted apart: replication traffic is not BytesOut.
 const (
 	MetricBytesOut            = "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec"
@@ -285,7 +285,7 @@ func (s *Server) Close() error {
 }
 
 // markFetchBytes counts fetched record bytes: followers (replicaID >= 0) are replication
-// traffic, everything else BytesOut (kafka-zk-reference §10.10).
+// traffic, everything else BytesOut (docs/kafka-facts.md §9).
 func (s *Server) markFetchBytes(replicaID int32, n int) {
 	if n <= 0 {
 		return

@@ -2,7 +2,7 @@
 // fetcher goroutines ("ReplicaFetcherThread-<fetcherId>-<leaderId>"), one per (leader broker,
 // fetcher id), and each partition's fetch state (Truncating → Fetching, fetch offset, current
 // leader epoch, backoff delay). It copies the leader's log as Kafka 2.4 does in ZooKeeper mode
-// (article S15–S23, K1; kafka-zk-reference §4).
+// (S15–S23 and K1 of docs/requirements.md; docs/kafka-facts.md §4–5).
 //
 // The fetcher never touches ZooKeeper and never imports zkcoord or replicamanager. It talks to:
 //   - leaders, over the Kafka protocol (Fetch v11, OffsetForLeaderEpoch v3, ListOffsets v5 with

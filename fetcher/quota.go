@@ -1,7 +1,7 @@
 package fetcher
 
 // ReplicaQuota is the follower-side replication throttle the fetcher consults (Kafka's
-// ReplicaQuota trait; kafka-zk-reference §4 buildFetch: "skip a partition when throttled").
+// ReplicaQuota trait; buildFetch; docs/kafka-facts.md §4, "Throttled partitions").
 // The replica manager implements it from follower.replication.throttled.replicas and
 // follower.replication.throttled.rate, so the fetcher stays free of ZooKeeper. Implementations
 // must be cheap and must not block: the fetcher calls them while holding its partition-state

@@ -43,7 +43,7 @@ func (q *fakeQuota) bytes() int64 {
 	return q.recorded
 }
 
-// Issue 4 (kafka-zk-reference §4): a throttled partition that is not in sync is left out of
+// Issue 4 (docs/kafka-facts.md §4): a throttled partition that is not in sync is left out of
 // the fetch while the follower quota is exceeded; a throttled partition that is in sync keeps
 // being fetched; the not-in-sync partition's bytes are recorded against the quota.
 func TestFollowerThrottleSkipsNotInSyncPartitions(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 // S19: the follower's fetch offset is above the leader's LEO (it led before; the new leader has
 // less): truncate to the leader's LEO, then fetch. The follower here has no leader epochs, so
-// it truncates to its HW and reaches OFFSET_OUT_OF_RANGE as the article describes.
+// it truncates to its HW and reaches OFFSET_OUT_OF_RANGE as S19 of docs/requirements.md describes.
 func TestS19_FetchOffsetAboveLeaderLEOTruncates(t *testing.T) {
 	c := newCluster(t, Config{}, 1)
 	x := tp("t", 0)
@@ -136,7 +136,7 @@ func fl2entries(prefix string, from, to int, epoch int32) []entry {
 	return out
 }
 
-// KIP-101 scenario 1 (reliability.md §3): B leads, A fetched m2 but A's HW is still one round
+// KIP-101 scenario 1 (docs/kafka-facts.md §5): B leads, A fetched m2 but A's HW is still one round
 // behind when A restarts. Truncating to the HW would drop m2 and lose it when B then fails;
 // epoch truncation (K1) keeps it.
 func TestKIP101Scenario1_NoLossAfterFollowerRestart(t *testing.T) {
@@ -196,7 +196,7 @@ func TestKIP101Scenario2_NoDivergenceAfterDoubleCrash(t *testing.T) {
 	}
 }
 
-// KIP-279, the constructed example of reliability.md §3: A leads e1 and writes 0:e1, 1:e1; only 0
+// KIP-279, the constructed example of docs/kafka-facts.md §5: A leads e1 and writes 0:e1, 1:e1; only 0
 // reaches B. B leads e2, writes 1:e2, 2:e2, dies; A is uncleanly elected for e3 and writes 2:e3.
 // B asks for the end of e2: KIP-279 answers (e1, 2); B's end of e1 is 1: it truncates to 1 and
 // converges (KIP-101 alone would answer 2 and keep 1:e2 against 1:e1).

@@ -449,7 +449,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 }
 
 // applyEpochEndOffsetLocked applies a leader's OffsetForLeaderEpoch answer to one partition
-// (kafka-zk-reference §4 getOffsetTruncationState): PlanTruncation decides, this carries it out.
+// (getOffsetTruncationState, docs/kafka-facts.md §5): PlanTruncation decides, this carries it out.
 func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitionState, asked int32, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) {
 	switch rp.ErrorCode {
 	case 0:
@@ -500,7 +500,7 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 }
 
 // maybeFetch sends one Fetch for the ready Fetching partitions and processes the response
-// (S17, kafka-zk-reference §4 processFetchRequest). It reports whether it sent anything.
+// (S17; processFetchRequest, docs/kafka-facts.md §4). It reports whether it sent anything.
 func (t *fetcherThread) maybeFetch() bool {
 	now := time.Now()
 	sent := make(map[TopicPartition]sentState)
@@ -740,7 +740,7 @@ func (t *fetcherThread) outOfRangeAnswerLocked(tp TopicPartition, ss sentState, 
 	return s, localLEO, true
 }
 
-// handleOutOfRange is OFFSET_OUT_OF_RANGE handling (kafka-zk-reference §4 fetchOffsetAndTruncate).
+// handleOutOfRange is OFFSET_OUT_OF_RANGE handling (fetchOffsetAndTruncate, docs/kafka-facts.md §4).
 // It never exits the process (KAFKA-7414).
 //   - S19: leader LEO < local LEO (only after an unclean election): truncate to the leader's LEO.
 //   - S20: leader log start > local LEO (we were away, the leader deleted segments): empty the

@@ -29,7 +29,7 @@ type InitialFetchState struct {
 	InitOffset         int64
 }
 
-// Config holds the replica fetcher settings (kafka-zk-reference §6). Zero values take Kafka's
+// Config holds the replica fetcher settings (docs/kafka-facts.md §7). Zero values take Kafka's
 // defaults (see DefaultConfig).
 type Config struct {
 	BrokerID    int32
@@ -140,7 +140,7 @@ type FetcherInfo struct {
 	Partitions []TopicPartition
 }
 
-// Metric names (kafka-zk-reference §8).
+// Metric names (docs/kafka-facts.md §9).
 const (
 	MetricMaxLag                   = "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"
 	MetricReplicationBytesInPerSec = "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesInPerSec"

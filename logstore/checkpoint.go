@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Checkpoint file names (kafka-zk-reference §5).
+// Checkpoint file names (docs/kafka-facts.md §6).
 const (
 	recoveryPointCheckpointFile = "recovery-point-offset-checkpoint"
 	replicationCheckpointFile   = "replication-offset-checkpoint"

@@ -139,7 +139,7 @@ func (c Config) sanitized() Config {
 	return c
 }
 
-// Sentinel errors; callers map them to Kafka error codes at the edge (style.md §8).
+// Sentinel errors; callers map them to Kafka error codes at the edge (docs/design.md, "Conventions").
 var (
 	// ErrCorruptMessage: bad CRC, bad magic or a malformed batch -> CORRUPT_MESSAGE (2).
 	ErrCorruptMessage = errors.New("logstore: corrupt record batch")

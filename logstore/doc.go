@@ -1,4 +1,4 @@
-// Package logstore owns the on-disk partition log, laid out like Kafka's (kafka-zk-reference §5, S1):
+// Package logstore owns the on-disk partition log, laid out like Kafka's (docs/kafka-facts.md §6, S1):
 // one directory `<topic>-<partition>` per partition holding segments named by their 20-digit base
 // offset (`.log` with record batches stored exactly as received, a sparse `.index` and a
 // `.timeindex`), the per-partition `leader-epoch-checkpoint` (K1), and, per log dir,

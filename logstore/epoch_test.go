@@ -128,7 +128,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	}
 }
 
-// TestK1_KIP279Example replays the constructed example of reliability.md §3: with KIP-101's
+// TestK1_KIP279Example replays the constructed example of docs/kafka-facts.md §5: with KIP-101's
 // answer B would keep 1:e2 against A's 1:e1; KIP-279's (epoch, end) answer makes B truncate
 // to 1 and converge.
 func TestK1_KIP279Example(t *testing.T) {

@@ -24,7 +24,7 @@ func fuzzSeeds(f *testing.F) {
 
 // FuzzRecoverSegment treats random bytes as a segment file: recovery must not panic, must
 // keep at most len(data) bytes, and recovering the valid prefix again must keep all of it
-// and rebuild identical indexes (franz-go FuzzReadEntries invariants, reliability.md §5).
+// and rebuild identical indexes (franz-go FuzzReadEntries invariants; docs/reliability.md, fault matrix row 14).
 func FuzzRecoverSegment(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -135,7 +135,7 @@ func TestManagerReopenAfterCleanClose(t *testing.T) {
 	}
 }
 
-// TestUncleanShutdownTruncatesTornTail is the "torn tail" fault (reliability.md §6 #12): after
+// TestUncleanShutdownTruncatesTornTail is the "torn tail" fault (docs/reliability.md, fault matrix row 12): after
 // a crash, the active segment loses part of its last batch and gains garbage. Recovery cuts
 // back to the last valid batch and logs it.
 func TestUncleanShutdownTruncatesTornTail(t *testing.T) {

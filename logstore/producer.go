@@ -13,7 +13,7 @@ import (
 // id, epoch and sequence range) is answered with the offsets it got the first time instead
 // of being appended twice (Redpanda #3039: the cache must hold max.in.flight = 5 batches).
 //
-// The state must survive a leader change and a restart (reliability.md §5):
+// The state must survive a leader change and a restart (docs/kafka-facts.md §10):
 //   - both AppendAsLeader and AppendAsFollower record the batches they append (through
 //     appendLocked; a follower's batches carry the leader's offsets), so a new leader
 //     recognises a retried batch it replicated as a follower;

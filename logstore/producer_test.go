@@ -38,7 +38,7 @@ func reopen(t *testing.T, l *Log, cfg Config) *Log {
 	return l2
 }
 
-// A follower that becomes leader recognises a retried batch it replicated (reliability.md §5).
+// A follower that becomes leader recognises a retried batch it replicated (docs/kafka-facts.md §10).
 func TestFollowerAppendThenLeaderDedup(t *testing.T) {
 	l := newTestLog(t, testConfig(), nil)
 	mustFollow(t, l, idemBatch(7, 0, 3, 0, 4))

@@ -10,7 +10,7 @@ import (
 	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
-// Config holds the broker settings the replica manager uses (kafka-zk-reference §6).
+// Config holds the broker settings the replica manager uses (docs/kafka-facts.md §7).
 type Config struct {
 	BrokerID                        int32
 	ReplicaLagTimeMax               time.Duration // replica.lag.time.max.ms (S5b, S10)

@@ -547,7 +547,7 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 
 // fetchRead reads every partition of a fetch once. Consumers read below the HW, followers up to
 // the LEO (S7). When updateFollowers is set and the fetch comes from a follower, the leader records
-// the follower's fetch offset as its LEO (kafka-zk-reference §3). throttledBytes is the part of
+// the follower's fetch offset as its LEO (docs/kafka-facts.md §3). throttledBytes is the part of
 // bytes read for leader-throttled replicas outside the ISR (issue 4), to be recorded against the
 // leader quota once the response is sent.
 func (rm *ReplicaManager) fetchRead(fp FetchParams, updateFollowers bool) (results []FetchPartitionResult, bytes int, errored bool, throttledBytes int) {

@@ -13,7 +13,7 @@ import (
 	"github.com/isrbroker/isrbroker/fetcher"
 )
 
-// Replication throttles (issue 4; kafka-zk-reference §4 and §7). A reassignment started with
+// Replication throttles (issue 4; docs/kafka-facts.md §4 and §8). A reassignment started with
 // --throttle writes leader/follower.replication.throttled.rate on the brokers and
 // leader/follower.replication.throttled.replicas on the topics; zkcoord delivers those configs
 // through DynamicConfigSource. As in Kafka's ReplicationQuotaManager, throttling applies only to

@@ -10,7 +10,7 @@ import (
 type TopicPartition = logstore.TopicPartition
 
 // PartitionState is one partition's entry of a LeaderAndIsr request from the controller
-// (kafka-zk-reference §2, LeaderAndIsrRequest.json).
+// (docs/kafka-facts.md §2, LeaderAndIsrRequest.json).
 type PartitionState struct {
 	TopicPartition
 	ControllerEpoch int32

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault matrix of reliability.md §6 (issue 5): runs the fault scenarios in tests/faults
+# The fault matrix of docs/reliability.md (issue 5): runs the fault scenarios in tests/faults
 # (`go test -run 'TestFault' -v ./tests/faults`), collects each scenario's one-line result
 #   scenario=<name> acked=N lost=N duplicates=N divergent=N new_leader=<dur> unavailable=<dur> [more key=value]
 # and writes them as a table into docs/reliability.md between the markers
@@ -139,7 +139,7 @@ if [[ "$DOC" != "-" ]]; then
 		cat >"$DOC" <<'EOF'
 # Reliability: fault-injection results
 
-The fault matrix of the reliability reference (§6) run against isrbroker by `scripts/faults.sh`: real ZooKeeper,
+The fault matrix ("The fault matrix" below) run against isrbroker by `scripts/faults.sh`: real ZooKeeper,
 three real broker processes, faults by signal (SIGKILL, SIGSTOP/SIGCONT, SIGTERM), damaged files and iptables rules,
 checked by an independent checker (tests/faults): L lost acknowledged writes, D duplicates, O two values at one
 offset, M consumer offsets only rising, R replicas' batches identical below the HW, E leader and controller epochs

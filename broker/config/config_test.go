@@ -104,7 +104,7 @@ func TestDefaults(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Fatalf("unexpected warnings %v", warnings)
 	}
-	// Kafka 2.4 values (kafka-zk-reference §5–6).
+	// Kafka 2.4 values (docs/kafka-facts.md §7).
 	checks := []struct {
 		name      string
 		got, want any

@@ -37,7 +37,7 @@ type Options struct {
 	NoWait bool
 	// OwnAddresses gives broker id its own loopback address OwnAddress(id) = 127.0.0.(10+id): its
 	// listener host, and (isrbroker.local.address) the source address of its outgoing
-	// connections, so iptables rules can cut the link between two brokers (reliability.md §6).
+	// connections, so iptables rules can cut the link between two brokers (docs/reliability.md, fault matrix).
 	OwnAddresses bool
 }
 

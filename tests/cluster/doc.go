@@ -7,7 +7,7 @@
 // and is killed in t.Cleanup; the tail of each broker's output is printed when the test fails.
 //
 // The harness reads cluster state straight from ZooKeeper with its own go-zookeeper client and
-// decodes Kafka's znode JSON itself (kafka-zk-reference §1), so checks do not trust the code under
+// decodes Kafka's znode JSON itself (docs/kafka-facts.md §1), so checks do not trust the code under
 // test. Waiting is always polling with a deadline (WaitFor); nothing sleeps to synchronise.
 //
 // Environment:

@@ -13,7 +13,7 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// The independent checker (reliability.md §6): it judges the broker only by the producers'
+// The independent checker (docs/reliability.md, "The fault matrix"): it judges the broker only by the producers'
 // acknowledgements, what consumers read, the segment files parsed by tests/cluster and the
 // znodes read with its own ZooKeeper client.
 

@@ -1,5 +1,5 @@
-// Package faults is the fault-injection tier: it owns the scenarios of reliability.md §6 and a
-// workload and checker that do not use the broker's code.
+// Package faults is the fault-injection tier: it owns the scenarios of the fault matrix in
+// docs/reliability.md and a workload and checker that do not use the broker's code.
 //
 // Every scenario starts a real ZooKeeper and three real broker processes through tests/cluster,
 // each broker on its own loopback address 127.0.0.(10+id) with its outgoing connections bound to it

@@ -19,7 +19,7 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// The full fault matrix of reliability.md §6, network and coordination rows (6, 7, 8, 9, 10):
+// The full fault matrix of docs/reliability.md, network and coordination rows (6, 7, 8, 9, 10):
 // a frozen controller, the Jepsen-2013 two-phase partition, an isolated follower, a leader cut
 // from ZooKeeper only, and ZooKeeper frozen. iptables rules act on loopback between the brokers'
 // own addresses 127.0.0.(10+id) and ZooKeeper's 127.0.0.1:<port>; every broker's ZooKeeper
@@ -271,7 +271,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 			follows = append(follows, p)
 		}
 	}
-	const isolated = 60 * time.Second // reliability.md §6 row 8
+	const isolated = 60 * time.Second // docs/reliability.md, fault matrix row 8
 	peers := netPeers(s.c, victim)
 	s.fault(victim, fmt.Sprintf("isolate follower %d from peers %v for %v (it follows %v, leads %v; controller %d)", victim, peers, isolated, follows, leads, ctrl))
 	for _, peer := range peers {
@@ -456,7 +456,7 @@ func TestFault10_ZooKeeperDown(t *testing.T) {
 	s.finish()
 }
 
-// Row 13 (all checkers; Jepsen's nemesis as reliability.md §6 scales it): every 15 s for 300 s
+// Row 13 (all checkers; Jepsen's nemesis as the fault matrix of docs/reliability.md scales it): every 15 s for 300 s
 // one random fault on one random broker: SIGKILL then restart, SIGSTOP then SIGCONT, cut from its
 // peers, or cut from ZooKeeper, held 4–11 s, then healed, one fault at a time. A final heal;
 // everything readable within 60 s (U); L, D, O, M, R, E. ISRBROKER_FAULTS_SEED replays a run.
@@ -482,7 +482,7 @@ func TestFault13_RandomMix(t *testing.T) {
 	})
 
 	const (
-		rounds = 20 // reliability.md §6 row 13: a fault every 15 s for 300 s
+		rounds = 20 // docs/reliability.md, fault matrix row 13: a fault every 15 s for 300 s
 		period = 15 * time.Second
 	)
 	kinds := []string{"kill", "pause", "partition", "zk-cut"}

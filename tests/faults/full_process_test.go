@@ -12,14 +12,14 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// Process faults of the full matrix (reliability.md §6 rows 2, 3, 4 and 11): repeated SIGKILL and
+// Process faults of the full matrix (docs/reliability.md, fault matrix rows 2, 3, 4 and 11): repeated SIGKILL and
 // SIGTERM bounces of leaders and of the controller. They run only with ISRBROKER_FAULTS_FULL=1
 // (scripts/faults.sh), see fullMatrix.
 
 // processBounces is the number of bounces of rows 2, 3 and 4 (the matrix says ×5).
 const processBounces = 5
 
-// processDoubleFailovers is N of row 11 (reliability.md §6: ×20).
+// processDoubleFailovers is N of row 11 (docs/reliability.md, fault matrix: ×20).
 const processDoubleFailovers = 20
 
 // processCleanBounceLimit is row 3's bound on the unavailability one controlled shutdown may
@@ -89,7 +89,7 @@ func TestFault03_CleanBounce(t *testing.T) {
 				t.Errorf("bounce %d: broker %d exited %v after SIGTERM still the leader of partition %d in ZooKeeper (%+v): controlled shutdown did not move it",
 					i, victim, stopped.Round(time.Millisecond), p, st)
 			}
-			// kafka-zk-reference.md: partitions it follows go OfflineReplica, leaving the ISR. For
+			// docs/kafka-facts.md §2: partitions it follows go OfflineReplica, leaving the ISR. For
 			// partitions it led, Kafka 2.4 makes it a follower of the new leader, which may add it
 			// back to the ISR before it exits (no shutting-down check in maybeExpandIsr before
 			// KIP-841); the controller removes it when its registration goes. So this is logged,

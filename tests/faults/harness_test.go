@@ -21,9 +21,10 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// Parameters of reliability.md §6: topic of 3 partitions, RF=3, min.insync.replicas=2, unclean
-// leader election off, zookeeper.session.timeout.ms 6000, replica.lag.time.max.ms 10000 (so
-// the ISR-shrink task runs every 5 s and a cut follower leaves the ISR within 10–15 s).
+// Parameters of the fault matrix (docs/reliability.md): topic of 3 partitions, RF=3,
+// min.insync.replicas=2, unclean leader election off, zookeeper.session.timeout.ms 6000,
+// replica.lag.time.max.ms 10000 (so the ISR-shrink task runs every 5 s and a cut follower leaves
+// the ISR within 10–15 s).
 const (
 	topicPartitions = 3
 	replication     = 3

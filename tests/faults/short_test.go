@@ -21,7 +21,7 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// The short tier of reliability.md §6 (rows 1, 5, 12, 14): part of the ordinary test run.
+// The short tier of the fault matrix in docs/reliability.md (rows 1, 5, 12, 14): part of the ordinary test run.
 
 // Row 1, S3/S4/K1: SIGKILL the leader of partition 0 under an acks=all load. A new leader from
 // the ISR within session timeout + 5 s; the old leader restarts and rejoins; L, D, O, M, R, E, U.
@@ -37,7 +37,7 @@ func TestFault01_KillLeader(t *testing.T) {
 	})
 	t.Logf("partition 0: broker %d leads with leader_epoch %d, ISR %v", st.Leader, st.LeaderEpoch, st.ISR)
 	s.all.waitAcks(t, 0, 300, waitLong, "on partition 0 after the kill")
-	// reliability.md row 1: at least 5000 acknowledged in all.
+	// docs/reliability.md, fault matrix row 1: at least 5000 acknowledged in all.
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
 		n := s.all.count(-1)
 		return n >= 5000, fmt.Sprintf("%d acknowledged, want 5000", n)

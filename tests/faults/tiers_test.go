@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// fullMatrix gates the full fault matrix of reliability.md §6: those scenarios
+// fullMatrix gates the full fault matrix of docs/reliability.md: those scenarios
 // are long and only run from scripts/faults.sh, never in the README test command.
 func fullMatrix(t *testing.T) {
 	t.Helper()

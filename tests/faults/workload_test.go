@@ -52,7 +52,7 @@ type producer struct {
 	done     chan struct{}
 }
 
-// producerRate is records per second per producer, reliability.md §6's 1000/s.
+// producerRate is records per second per producer, 1000/s as the fault matrix of docs/reliability.md sets it.
 const producerRate = 1000
 
 // ackLogDir is where acknowledgement logs go: $ISRBROKER_FAULTS_DIR when set (scripts/faults.sh

@@ -11,7 +11,7 @@ import (
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
-// Issue 6 / style.md §9: a misspelled config key stops start-up with a message naming it and the
+// Issue 6 / docs/configuration.md: a misspelled config key stops start-up with a message naming it and the
 // nearest known key (Jepsen's `zookeeper.session.tmeout.ms` was silently ignored by Kafka). The
 // same holds for an --override, and a bad value names the key and the value.
 func TestConfigTypo_StopsStartupNamingKeyAndNearestKey(t *testing.T) {

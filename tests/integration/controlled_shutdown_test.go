@@ -54,7 +54,7 @@ func watchPartitionState(zkc *zk.Conn, path string, stop <-chan struct{}) <-chan
 	return out
 }
 
-// K7 (reliability.md fault row 3, "clean bounce"): SIGTERM the leader of a partition with RF=3
+// K7 (docs/reliability.md, fault matrix row 3, "clean bounce"): SIGTERM the leader of a partition with RF=3
 // and min.insync.replicas=2 while a default franz-go producer (acks=all) writes. The broker's
 // controlled shutdown moves the leadership before it exits (the state znode shows another
 // leader with leader_epoch+1 while the broker is still registered), it exits 0 in bounded

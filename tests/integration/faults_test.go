@@ -127,7 +127,7 @@ func activeSegment(t *testing.T, partDir string) string {
 	return logs[len(logs)-1]
 }
 
-// Issue 6 / reliability.md row 12: a torn tail (bytes cut from the active segment, garbage
+// Issue 6 / docs/reliability.md, fault matrix row 12: a torn tail (bytes cut from the active segment, garbage
 // appended) is truncated on start, the broker serves again, and every record acknowledged before
 // the cut batch is readable.
 func TestTornTail_TruncatedOnStartAndBrokerServesAgain(t *testing.T) {
@@ -261,7 +261,7 @@ func TestControllerKill_RoleMovesWithControllerEpochPlusOne(t *testing.T) {
 	}
 }
 
-// Issue 6 / kafka-zk-reference §2: a broker that dies leaves its RF=1 partitions offline (leader
+// Issue 6 / docs/kafka-facts.md §2: a broker that dies leaves its RF=1 partitions offline (leader
 // -1, the ISR keeps its last member, leader_epoch+1) until it returns; then they come back with
 // it as leader (leader_epoch+1 again) and serve writes. Other partitions are untouched.
 func TestRF1PartitionsOfflineWhileBrokerDownThenBack(t *testing.T) {

@@ -14,7 +14,7 @@ const activeControllerCount = "kafka_controller_kafkacontroller_activecontroller
 
 // The metrics endpoint (metrics.listen) of every broker answers in Prometheus text, and
 // ActiveControllerCount sums to exactly 1 across the cluster, on the broker in /controller
-// (kafka-zk-reference §8).
+// (docs/kafka-facts.md §9).
 func TestMetricsEndpoint_ActiveControllerCountSumsToOne(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
 	ctrl, _ := c.WaitController(30 * time.Second)

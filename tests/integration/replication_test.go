@@ -17,7 +17,7 @@ import (
 )
 
 // Issue 3 ("Done when"): replication under faults, proven against real ZooKeeper and real broker
-// processes. The checkers follow reliability.md §6: L (every acknowledged record present), O (one
+// processes. The checkers follow the fault matrix of docs/reliability.md: L (every acknowledged record present), O (one
 // value per partition and offset), R (replicas' batches below the HW identical), E (epochs only
 // rise).
 
@@ -183,7 +183,7 @@ func epochsNeverGoBack(t *testing.T, path string, seen []observedState) {
 	}
 }
 
-// S3, S4, S7, K1 (reliability.md fault row 1): with RF=3, min.insync.replicas=2 and an acks=all
+// S3, S4, S7, K1 (docs/reliability.md, fault matrix row 1): with RF=3, min.insync.replicas=2 and an acks=all
 // producer writing continuously, kill -9 the leader of partition 0. A new leader from the ISR
 // takes writes within zookeeper.session.timeout.ms + 5 s with leader_epoch+1; the old leader
 // restarts, rejoins the ISR and catches up; then every acknowledged record is there exactly once
@@ -467,7 +467,7 @@ func segmentBytes(t *testing.T, dir string) int64 {
 	return n
 }
 
-// S9, K3 (reliability.md rows 4 and 6): kill -9 a partition's leader and, at once, the controller
+// S9, K3 (docs/reliability.md, fault matrix rows 4 and 6): kill -9 a partition's leader and, at once, the controller
 // (another broker). The remaining broker becomes controller with controller_epoch+1 and finishes
 // the failover: the partition gets a live leader from the ISR that takes writes. Then a zombie
 // controller: SIGSTOP the new controller past its session timeout; another broker takes over with

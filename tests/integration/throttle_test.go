@@ -15,7 +15,7 @@ import (
 // Issue 4: the brokers enforce the replication throttle that `reassign-partitions --execute
 // --throttle` writes (leader/follower.replication.throttled.rate on the brokers,
 // leader/follower.replication.throttled.replicas on the topics), for replicas outside the ISR
-// only (kafka-zk-reference §4, §7).
+// only (docs/kafka-facts.md §4, §8).
 
 const (
 	throttleRate   = 200_000 // --throttle, bytes/s

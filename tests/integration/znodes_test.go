@@ -70,7 +70,7 @@ func checkTimestamp(t *testing.T, path string, m map[string]any, key string, fro
 	}
 }
 
-// Issue 6 / kafka-zk-reference §1: every znode the cluster writes reads back exactly in Kafka
+// Issue 6 / docs/kafka-facts.md §1: every znode the cluster writes reads back exactly in Kafka
 // 2.4's JSON, checked field by field with an independent ZooKeeper client.
 func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 	start := time.Now()
@@ -127,7 +127,7 @@ func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 		if stat.EphemeralOwner != 0 {
 			t.Errorf("/controller_epoch is ephemeral; Kafka's is persistent")
 		}
-		// Created as 0; the first election makes it 1 (kafka-zk-reference §1).
+		// Created as 0; the first election makes it 1 (docs/kafka-facts.md §1).
 		if string(data) != "1" || epoch != 1 {
 			t.Errorf("/controller_epoch = %q, want plain integer text \"1\" after the first election", data)
 		}
