@@ -223,12 +223,6 @@ func TestDocsCitationsStayInsideTheRepository(t *testing.T) {
 	sort.Strings(tops)
 	for _, top := range tops {
 		t.Run(top, func(t *testing.T) {
-			if top == "zkcoord" {
-				// TODO(zkrefactor): zkcoord/ is being restructured on branch zkrefactor; its
-				// comments still cite kafka-zk-reference §1, §2 and §7 and reliability.md §6 and
-				// are re-pointed to docs/kafka-facts.md after that merge. Remove this skip then.
-				t.Skip("zkcoord/ citations are fixed after the zkrefactor merge")
-			}
 			for _, path := range byDir[top] {
 				b, err := os.ReadFile(path)
 				if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // `isrbroker reassign-partitions` is Kafka 2.4's kafka-reassign-partitions.sh --zookeeper
-// (ReassignPartitionsCommand; kafka-zk-reference §7): --generate proposes a plan, --execute
+// (ReassignPartitionsCommand; docs/kafka-facts.md §8): --generate proposes a plan, --execute
 // writes /admin/reassign_partitions (and the replication throttle) for the controller to
 // carry out, --verify reports each partition and removes the throttle once nothing is left
 // in progress (issue 4 item 2).
