@@ -15,8 +15,9 @@
 // decisions are the fetcher's pure planners (fetcher.PlanTruncation), the epoch cache's are
 // logstore's. The scenario scripts in testdata/ (TestScenarios) drive all of them together.
 //
-// Locking: ReplicaManager.stateChangeLock serialises controller requests; ReplicaManager.mu guards
-// the partition map; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's
+// Locking: stateChangeLock (of controllerRequests, embedded in ReplicaManager) serialises
+// controller requests; ReplicaManager.mu guards the partition map and the cached controller
+// epoch; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's
 // leadership, ISR and follower progress: produces append under its read side (the log serialises
 // concurrent appends), follower progress updates, ISR changes and follower-side log changes take
 // its write side. Partition.hwMu is a leaf lock for the HW, which moves under either side. Order:

@@ -2,16 +2,24 @@ package replicamanager
 
 import (
 	"fmt"
+
+	"github.com/isrbroker/isrbroker/fetcher"
 )
 
 // This file implements fetcher.Local: the follower side of replication that the fetcher drives
 // (S17–S21, K1). Every call checks that the partition is still a follower; the partition's lock
 // serialises fetcher appends with makeLeader/makeFollower.
 
+// followerReplicas implements fetcher.Local over the partitions this broker follows.
+// ReplicaManager embeds it and hands itself to the fetcher manager.
+type followerReplicas struct {
+	rm *ReplicaManager
+}
+
 // withFollower runs f on tp's partition under its lock (write lock when write), failing with
 // ErrNotFollower if this broker does not follow the partition (any more).
-func (rm *ReplicaManager) withFollower(tp TopicPartition, write bool, f func(p *Partition) error) error {
-	p := rm.getPartition(tp)
+func (fr *followerReplicas) withFollower(tp TopicPartition, write bool, f func(p *Partition) error) error {
+	p := fr.rm.getPartition(tp)
 	if p == nil {
 		return notFollowerf(tp, "is not hosted")
 	}
@@ -29,8 +37,8 @@ func (rm *ReplicaManager) withFollower(tp TopicPartition, write bool, f func(p *
 }
 
 // LogEndOffset returns the follower's LEO.
-func (rm *ReplicaManager) LogEndOffset(tp TopicPartition) (leo int64, err error) {
-	err = rm.withFollower(tp, false, func(p *Partition) error {
+func (fr *followerReplicas) LogEndOffset(tp TopicPartition) (leo int64, err error) {
+	err = fr.withFollower(tp, false, func(p *Partition) error {
 		leo = p.log.LogEndOffset()
 		return nil
 	})
@@ -38,8 +46,8 @@ func (rm *ReplicaManager) LogEndOffset(tp TopicPartition) (leo int64, err error)
 }
 
 // LatestEpoch returns the latest leader epoch in the follower's epoch cache (K1).
-func (rm *ReplicaManager) LatestEpoch(tp TopicPartition) (epoch int32, ok bool, err error) {
-	err = rm.withFollower(tp, false, func(p *Partition) error {
+func (fr *followerReplicas) LatestEpoch(tp TopicPartition) (epoch int32, ok bool, err error) {
+	err = fr.withFollower(tp, false, func(p *Partition) error {
 		epoch, ok = p.log.LatestEpoch()
 		return nil
 	})
@@ -47,9 +55,9 @@ func (rm *ReplicaManager) LatestEpoch(tp TopicPartition) (epoch int32, ok bool, 
 }
 
 // EndOffsetForEpoch returns the follower's own end offset for epoch (KIP-279).
-func (rm *ReplicaManager) EndOffsetForEpoch(tp TopicPartition, epoch int32) (found int32, end int64, err error) {
+func (fr *followerReplicas) EndOffsetForEpoch(tp TopicPartition, epoch int32) (found int32, end int64, err error) {
 	found, end = -1, -1
-	err = rm.withFollower(tp, false, func(p *Partition) error {
+	err = fr.withFollower(tp, false, func(p *Partition) error {
 		found, end = p.log.EndOffsetForEpoch(epoch)
 		return nil
 	})
@@ -57,8 +65,8 @@ func (rm *ReplicaManager) EndOffsetForEpoch(tp TopicPartition, epoch int32) (fou
 }
 
 // HighWatermark returns the follower's HW.
-func (rm *ReplicaManager) HighWatermark(tp TopicPartition) (hw int64, err error) {
-	err = rm.withFollower(tp, false, func(p *Partition) error {
+func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err error) {
+	err = fr.withFollower(tp, false, func(p *Partition) error {
 		hw = p.highWatermark()
 		return nil
 	})
@@ -66,8 +74,8 @@ func (rm *ReplicaManager) HighWatermark(tp TopicPartition) (hw int64, err error)
 }
 
 // TruncateTo truncates the follower's log (K1's epoch truncation, S19); the HW follows it down.
-func (rm *ReplicaManager) TruncateTo(tp TopicPartition, offset int64) error {
-	return rm.withFollower(tp, true, func(p *Partition) error {
+func (fr *followerReplicas) TruncateTo(tp TopicPartition, offset int64) error {
+	return fr.withFollower(tp, true, func(p *Partition) error {
 		before := p.log.LogEndOffset()
 		if err := p.log.TruncateTo(offset); err != nil {
 			return err
@@ -82,8 +90,8 @@ func (rm *ReplicaManager) TruncateTo(tp TopicPartition, offset int64) error {
 }
 
 // TruncateFullyAndStartAt empties the follower's log and restarts it at offset (S20).
-func (rm *ReplicaManager) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error {
-	return rm.withFollower(tp, true, func(p *Partition) error {
+func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error {
+	return fr.withFollower(tp, true, func(p *Partition) error {
 		if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 			return err
 		}
@@ -96,8 +104,8 @@ func (rm *ReplicaManager) TruncateFullyAndStartAt(tp TopicPartition, offset int6
 // ProcessPartitionData appends fetched batches as a follower (S18): the leader's offsets and
 // epochs are kept, then follower HW = min(leader HW, own LEO) and the log start offset follows
 // the leader's.
-func (rm *ReplicaManager) ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (leo int64, err error) {
-	err = rm.withFollower(tp, true, func(p *Partition) error {
+func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (leo int64, err error) {
+	err = fr.withFollower(tp, true, func(p *Partition) error {
 		leo = p.log.LogEndOffset()
 		if fetchOffset != leo {
 			return fmt.Errorf("replicamanager: %s-%d fetch offset %d does not match LEO %d", tp.Topic, tp.Partition, fetchOffset, leo)
@@ -116,4 +124,11 @@ func (rm *ReplicaManager) ProcessPartitionData(tp TopicPartition, fetchOffset in
 		return nil
 	})
 	return leo, err
+}
+
+// ErrNotFollower is returned to the fetcher for partitions no longer followed here.
+var ErrNotFollower = fetcher.ErrNotFollower
+
+func notFollowerf(tp TopicPartition, why string) error {
+	return fmt.Errorf("%w: %s-%d %s", ErrNotFollower, tp.Topic, tp.Partition, why)
 }

@@ -1,0 +1,218 @@
+package replicamanager
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/fetcher"
+)
+
+// controllerRequests is the controller-request path of the replica manager (Kafka's
+// becomeLeaderOrFollower, makeLeaders, makeFollowers and stopReplicas): it applies LeaderAndIsr
+// and StopReplica (S9, S14, S22) behind the controller-epoch and broker-epoch fences (K3,
+// KIP-380), creating partitions, moving fetchers and completing the delayed operations of the
+// partitions it changes. ReplicaManager embeds it.
+type controllerRequests struct {
+	rm *ReplicaManager
+
+	stateChangeLock sync.Mutex // serialises LeaderAndIsr and StopReplica (first in the lock order)
+	// controllerEpoch is the latest controller epoch seen; guarded by ReplicaManager.mu.
+	controllerEpoch int32
+	brokerEpoch     atomic.Int64 // this broker's epoch (KIP-380); -1 until registered
+}
+
+// SetBrokerEpoch records this broker's epoch (the czxid of its registration, KIP-380).
+func (c *controllerRequests) SetBrokerEpoch(epoch int64) { c.brokerEpoch.Store(epoch) }
+
+// checkControllerLocked applies the controller-epoch and broker-epoch fences (K3, KIP-380).
+func (c *controllerRequests) checkControllerLocked(controllerEpoch int32, brokerEpoch int64) int16 {
+	if controllerEpoch < c.controllerEpoch {
+		return kerr.StaleControllerEpoch.Code
+	}
+	if cur := c.brokerEpoch.Load(); brokerEpoch != -1 && cur != -1 && brokerEpoch < cur {
+		return kerr.StaleBrokerEpoch.Code
+	}
+	c.controllerEpoch = controllerEpoch
+	return 0
+}
+
+// CheckControllerEpoch validates an UpdateMetadata's epochs, caching a newer controller epoch.
+func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch int32, brokerEpoch int64) int16 {
+	c.rm.mu.Lock()
+	defer c.rm.mu.Unlock()
+	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
+	if code != 0 {
+		c.rm.log.WithFields(logrus.Fields{"controller": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}).
+			Warn("rejecting UpdateMetadata from a stale controller")
+	}
+	return code
+}
+
+// BecomeLeaderOrFollower applies a LeaderAndIsr request from the controller (S9, S14): fences,
+// per-partition epoch checks, makeLeaders, makeFollowers, then shutdownIdleFetcherThreads (S23).
+func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) LeaderAndIsrResult {
+	c.stateChangeLock.Lock()
+	defer c.stateChangeLock.Unlock()
+	res := LeaderAndIsrResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
+	c.rm.mu.Lock()
+	code := c.checkControllerLocked(req.ControllerEpoch, req.BrokerEpoch)
+	c.rm.mu.Unlock()
+	log := c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	if code != 0 {
+		log.Warn("rejecting LeaderAndIsr from a stale controller")
+		res.ErrorCode = code
+		return res
+	}
+	now := c.rm.now()
+	var leaders, followers []PartitionState
+	for _, st := range req.Partitions {
+		if !slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
+			continue
+		}
+		p, err := c.rm.getOrCreatePartition(st.TopicPartition)
+		if err != nil {
+			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition}).WithError(err).Error("creating log")
+			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
+			continue
+		}
+		p.mu.RLock()
+		cur := p.leaderEpoch
+		p.mu.RUnlock()
+		// 2.4 rule: apply only a strictly newer leader epoch; otherwise STALE_CONTROLLER_EPOCH.
+		if st.LeaderEpoch <= cur {
+			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
+				Info("ignoring LeaderAndIsr: leader epoch not newer")
+			res.Partitions[st.TopicPartition] = kerr.StaleControllerEpoch.Code
+			continue
+		}
+		res.Partitions[st.TopicPartition] = 0
+		if st.Leader == c.rm.cfg.BrokerID {
+			leaders = append(leaders, st)
+		} else {
+			followers = append(followers, st)
+		}
+	}
+	c.makeLeaders(leaders, now)
+	c.makeFollowers(followers, req.LiveLeaders)
+	c.rm.fetcher.ShutdownIdleFetcherThreads()
+	c.rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
+	return res
+}
+
+// makeLeaders: stop fetching for the partitions (S22 case 2), then make each a leader.
+func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time) {
+	if len(states) == 0 {
+		return
+	}
+	tps := make([]TopicPartition, len(states))
+	for i, st := range states {
+		tps[i] = st.TopicPartition
+	}
+	c.rm.fetcher.RemoveFetcherForPartitions(tps)
+	for _, st := range states {
+		p := c.rm.getPartition(st.TopicPartition)
+		p.makeLeader(st, now)
+		c.rm.purgatory.checkAndComplete(st.TopicPartition)
+	}
+}
+
+// makeFollowers implements S14 (with K1: no truncation here; the fetcher truncates by leader epoch).
+func (c *controllerRequests) makeFollowers(states []PartitionState, liveLeaders map[int32]string) {
+	if len(states) == 0 {
+		return
+	}
+	changed := make([]PartitionState, 0, len(states))
+	for _, st := range states {
+		p := c.rm.getPartition(st.TopicPartition)
+		if _, ok := liveLeaders[st.Leader]; !ok {
+			// Kafka 2.4's makeFollowers: the leader is not a live broker, so the partition is
+			// skipped; only its log exists (created above, so the HW is checkpointed). Its role,
+			// leader epoch and fetcher stay as they were, so the controller's next request for
+			// this epoch, once the leader is live, is applied instead of looking stale.
+			p.mu.RLock()
+			log := p.logger()
+			p.mu.RUnlock()
+			log.WithFields(logrus.Fields{"leader": st.Leader, "requestLeaderEpoch": st.LeaderEpoch}).
+				Error("LeaderAndIsr names a leader that is not a live broker; skipping the partition")
+			continue
+		}
+		// S14.1–S14.2: no longer led here; produce now gets NOT_LEADER_OR_FOLLOWER.
+		if p.makeFollower(st) {
+			changed = append(changed, st)
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	tps := make([]TopicPartition, len(changed))
+	for i, st := range changed {
+		tps[i] = st.TopicPartition
+	}
+	// S14.3: stop the old fetchers first so nothing more is appended.
+	c.rm.fetcher.RemoveFetcherForPartitions(tps)
+	// S14.5: complete delayed produce and fetch requests for these partitions.
+	for _, tp := range tps {
+		c.rm.purgatory.checkAndComplete(tp)
+	}
+	// S14.6: start fetchers toward the new leaders, from the local HW (2.4).
+	init := make(map[TopicPartition]fetcher.InitialFetchState, len(changed))
+	for _, st := range changed {
+		p := c.rm.getPartition(st.TopicPartition)
+		init[st.TopicPartition] = fetcher.InitialFetchState{
+			Leader:             fetcher.BrokerEndPoint{ID: st.Leader, Addr: liveLeaders[st.Leader]},
+			CurrentLeaderEpoch: st.LeaderEpoch,
+			InitOffset:         p.HighWatermark(),
+		}
+	}
+	c.rm.fetcher.AddFetcherForPartitions(init)
+}
+
+// StopReplicas applies a StopReplica request (S22 case 1): remove fetchers, optionally delete the
+// partition and its log, and complete the delayed operations waiting on it.
+func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaResult {
+	c.stateChangeLock.Lock()
+	defer c.stateChangeLock.Unlock()
+	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
+	c.rm.mu.Lock()
+	code := c.checkControllerLocked(req.ControllerEpoch, req.BrokerEpoch)
+	c.rm.mu.Unlock()
+	if code != 0 {
+		c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
+		res.ErrorCode = code
+		return res
+	}
+	c.rm.fetcher.RemoveFetcherForPartitions(req.Partitions)
+	for _, tp := range req.Partitions {
+		res.Partitions[tp] = 0
+		if !req.DeletePartitions {
+			continue
+		}
+		c.rm.mu.Lock()
+		p := c.rm.partitions[tp]
+		delete(c.rm.partitions, tp)
+		c.rm.mu.Unlock()
+		if p != nil {
+			p.mu.Lock()
+			p.leaderID, p.leader = -1, nil
+			p.mu.Unlock()
+		}
+		if c.rm.logs.Get(tp) != nil {
+			if err := c.rm.logs.Delete(tp); err != nil {
+				c.rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).WithError(err).Error("deleting log")
+				res.Partitions[tp] = kerr.KafkaStorageError.Code
+			}
+		}
+		c.rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("deleted replica")
+	}
+	for _, tp := range req.Partitions {
+		c.rm.purgatory.checkAndComplete(tp)
+	}
+	c.rm.notifyLeadership(nil, req.Partitions)
+	return res
+}
