@@ -16,11 +16,11 @@
 // logstore's. The scenario scripts in testdata/ (TestScenarios) drive all of them together.
 //
 // Locking: stateChangeLock (of controllerRequests, embedded in ReplicaManager) serialises
-// controller requests; ReplicaManager.mu guards the partition map and the cached controller
-// epoch; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's
-// leadership, ISR and follower progress: produces append under its read side (the log serialises
-// concurrent appends), follower progress updates, ISR changes and follower-side log changes take
-// its write side. Partition.hwMu is a leaf lock for the HW, which moves under either side. Order:
-// stateChangeLock → mu → Partition.mu → Partition.hwMu; the purgatory's lock is a leaf and is never
-// held while calling into a partition.
+// controller requests; ReplicaManager.mu guards the partition map and the cached controller epoch;
+// each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's leadership, ISR and
+// follower progress: produces append under its read side (the log serialises concurrent appends),
+// follower progress updates, ISR changes and follower-side log changes take its write side.
+// Partition.hwMu is a leaf lock for the HW, which moves under either side. Order: stateChangeLock →
+// mu → Partition.mu → Partition.hwMu; the purgatory's lock is a leaf and is never held while
+// calling into a partition.
 package replicamanager
