@@ -372,9 +372,19 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 
 // A truncation while a cleaning runs aborts it (nothing swapped in, no files left) and lowers
 // the cleaner checkpoint to the truncation offset; the log holds exactly the truncated data.
+// A truncation that leaves the cleaned segments in place (it cuts only the active segment)
+// aborts the swap too (abortAndPauseCleaning), through the log's cleaning generation.
 func TestCleanerAbortedByTruncation(t *testing.T) {
-	for _, step := range []string{"group", "beforeSwap"} {
-		t.Run(step, func(t *testing.T) {
+	for _, tc := range []struct {
+		step       string
+		activeOnly bool // truncate inside the active segment, above the segments being cleaned
+	}{{"group", false}, {"beforeSwap", false}, {"beforeSwap", true}} {
+		step := tc.step
+		name := step
+		if tc.activeOnly {
+			name += "/activeSegmentOnly"
+		}
+		t.Run(name, func(t *testing.T) {
 			clock := newFakeClock()
 			l := newCompactLog(t, compactConfig(), clock)
 			fillKeys(t, l, 300, 15, clock.Now().UnixMilli(), 1)
@@ -387,6 +397,12 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 			l.SetHighWatermark(l.LogEndOffset())
 			before, _ := readAll(t, l)
 			cut := cp - 10
+			if tc.activeOnly {
+				cut = l.LogEndOffset() - 1
+				if cut <= l.segs.active().base {
+					t.Fatalf("the active segment (base %d) holds no record below %d", l.segs.active().base, cut)
+				}
+			}
 			l.cleaning.testHook = func(s string) bool {
 				if s == step {
 					l.cleaning.testHook = nil
