@@ -219,7 +219,7 @@ func cleanOnce(t testing.TB, l *Log, now time.Time) (cleanerStats, error) {
 
 func cleanOnceWith(t testing.TB, l *Log, now time.Time, m *offsetMap) (cleanerStats, error) {
 	t.Helper()
-	ltc, ok := l.cleanableRange(now)
+	ltc, ok := cleanableOffsets(l, now)
 	if !ok {
 		t.Fatalf("log not cleanable")
 	}
@@ -256,11 +256,11 @@ func segmentFiles(t testing.TB, dir string, sufs ...string) []string {
 
 // crashLog closes l's files without flushing or checkpointing (kill -9).
 func crashLog(l *Log) {
-	l.wg.Wait()
+	l.flusher.wg.Wait()
 	l.flushMu.Lock()
 	l.mu.Lock()
 	l.closed = true
-	l.closeFiles()
+	l.segs.closeFiles()
 	l.mu.Unlock()
 	l.flushMu.Unlock()
 }

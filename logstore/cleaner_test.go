@@ -83,7 +83,7 @@ func TestCleanerStopsBelowHighWatermark(t *testing.T) {
 	l := newCompactLog(t, compactConfig(), clock)
 	fillKeys(t, l, 300, 10, clock.Now().UnixMilli(), 1)
 	l.SetHighWatermark(100)
-	ltc, ok := l.cleanableRange(clock.Now())
+	ltc, ok := cleanableOffsets(l, clock.Now())
 	if !ok {
 		t.Fatal("not cleanable")
 	}
@@ -189,12 +189,12 @@ func TestCleanerCompactionLags(t *testing.T) {
 	l := newCompactLog(t, cfg, clock)
 	fillKeys(t, l, 200, 10, clock.Now().UnixMilli(), 1)
 	l.SetHighWatermark(l.LogEndOffset())
-	ltc, _ := l.cleanableRange(clock.Now())
+	ltc, _ := cleanableOffsets(l, clock.Now())
 	if ltc.cleanableBytes != 0 || ltc.firstUncleanable != ltc.firstDirty {
 		t.Fatalf("records younger than min.compaction.lag.ms are cleanable: %+v", ltc)
 	}
 	clock.Advance(2 * time.Hour)
-	ltc, _ = l.cleanableRange(clock.Now())
+	ltc, _ = cleanableOffsets(l, clock.Now())
 	if ltc.cleanableBytes == 0 {
 		t.Fatalf("records older than min.compaction.lag.ms are not cleanable: %+v", ltc)
 	}
@@ -203,7 +203,7 @@ func TestCleanerCompactionLags(t *testing.T) {
 	}
 	cfg.MaxCompactionLagMs = 1800_000
 	l.SetConfig(cfg)
-	if ltc, _ = l.cleanableRange(clock.Now()); !ltc.needNow {
+	if ltc, _ = cleanableOffsets(l, clock.Now()); !ltc.needNow {
 		t.Fatal("not due although the dirty records are older than max.compaction.lag.ms")
 	}
 	before, _ := readAll(t, l)
@@ -316,7 +316,7 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 			before, _ := readAll(t, l)
 			leo := l.LogEndOffset()
 			hit := false
-			l.testHook = func(s string) bool {
+			l.cleaning.testHook = func(s string) bool {
 				if s == step && !hit {
 					hit = true
 					return true
@@ -326,7 +326,7 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 			var groupSize int
 			l.mu.RLock()
 			for _, s := range l.segs[1:] {
-				if s.base < l.cleanerCheckpoint {
+				if s.base < l.cleaning.checkpoint {
 					groupSize++
 				}
 			}
@@ -372,9 +372,19 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 
 // A truncation while a cleaning runs aborts it (nothing swapped in, no files left) and lowers
 // the cleaner checkpoint to the truncation offset; the log holds exactly the truncated data.
+// A truncation that leaves the cleaned segments in place (it cuts only the active segment)
+// aborts the swap too (abortAndPauseCleaning), through the log's cleaning generation.
 func TestCleanerAbortedByTruncation(t *testing.T) {
-	for _, step := range []string{"group", "beforeSwap"} {
-		t.Run(step, func(t *testing.T) {
+	for _, tc := range []struct {
+		step       string
+		activeOnly bool // truncate inside the active segment, above the segments being cleaned
+	}{{"group", false}, {"beforeSwap", false}, {"beforeSwap", true}} {
+		step := tc.step
+		name := step
+		if tc.activeOnly {
+			name += "/activeSegmentOnly"
+		}
+		t.Run(name, func(t *testing.T) {
 			clock := newFakeClock()
 			l := newCompactLog(t, compactConfig(), clock)
 			fillKeys(t, l, 300, 15, clock.Now().UnixMilli(), 1)
@@ -387,9 +397,15 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 			l.SetHighWatermark(l.LogEndOffset())
 			before, _ := readAll(t, l)
 			cut := cp - 10
-			l.testHook = func(s string) bool {
+			if tc.activeOnly {
+				cut = l.LogEndOffset() - 1
+				if cut <= l.segs.active().base {
+					t.Fatalf("the active segment (base %d) holds no record below %d", l.segs.active().base, cut)
+				}
+			}
+			l.cleaning.testHook = func(s string) bool {
 				if s == step {
-					l.testHook = nil
+					l.cleaning.testHook = nil
 					if err := l.TruncateTo(cut); err != nil {
 						t.Error(err)
 					}
@@ -429,9 +445,9 @@ func TestCleanerAbortedByRetention(t *testing.T) {
 	l := newCompactLog(t, cfg, clock)
 	fillKeys(t, l, 300, 15, clock.Now().UnixMilli(), 1)
 	l.SetHighWatermark(l.LogEndOffset())
-	l.testHook = func(s string) bool {
+	l.cleaning.testHook = func(s string) bool {
 		if s == "beforeSwap" {
-			l.testHook = nil
+			l.cleaning.testHook = nil
 			if n, err := l.DeleteOldSegments(clock.Now().Add(2 * time.Hour)); err != nil || n == 0 {
 				t.Errorf("retention deleted %d segments: %v", n, err)
 			}
@@ -579,11 +595,11 @@ func TestManagerCleanerCheckpoint(t *testing.T) {
 	if l2.CleanerCheckpoint() != want {
 		t.Fatalf("reopened log's cleaner checkpoint %d, want %d", l2.CleanerCheckpoint(), want)
 	}
-	if _, ok := l2.cleanableRange(time.Now()); ok {
+	if _, ok := cleanableOffsets(l2, time.Now()); ok {
 		t.Fatal("a log loaded at Open is cleanable before its topic config arrived")
 	}
 	l2, _ = m2.GetOrCreate(tp, cfg)
-	ltc, ok := l2.cleanableRange(time.Now())
+	ltc, ok := cleanableOffsets(l2, time.Now())
 	if !ok || ltc.firstDirty != want {
 		t.Fatalf("first dirty offset %d (ok %v), want the checkpoint %d", ltc.firstDirty, ok, want)
 	}

@@ -12,7 +12,7 @@
 // epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication
 // state beyond the numbers the replica manager hands it.
 //
-// It also owns the log cleaner (cleaner.go, docs/compaction.md): compaction of logs whose
+// It also owns the log cleaner (cleaner*.go, docs/compaction.md): compaction of logs whose
 // cleanup.policy includes compact, the `cleaner-offset-checkpoint` per log dir, and the
 // `.cleaned`/`.swap` protocol that swaps cleaned segments in and is completed or rolled back
 // when a log is opened after a crash.

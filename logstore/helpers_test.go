@@ -135,11 +135,11 @@ func (m *Manager) crash() {
 	logs := m.logs
 	m.mu.Unlock()
 	for _, l := range logs {
-		l.wg.Wait()
+		l.flusher.wg.Wait()
 		l.flushMu.Lock()
 		l.mu.Lock()
 		l.closed = true
-		l.closeFiles()
+		l.segs.closeFiles()
 		l.mu.Unlock()
 		l.flushMu.Unlock()
 	}

@@ -433,8 +433,8 @@ func (m *Manager) Checkpoint() error {
 	type st struct{ rp, ls int64 }
 	states := make(map[TopicPartition]st, len(m.logs))
 	for tp, l := range m.logs {
-		rp, ls, _ := l.checkpointState()
-		states[tp] = st{rp, ls}
+		ls := l.status()
+		states[tp] = st{ls.recoveryPoint, ls.logStart}
 	}
 	recovery := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].rp, true })
 	starts := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].ls, true })
@@ -483,7 +483,7 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 		case <-flushC:
 			now := m.now()
 			for _, l := range m.All() {
-				if err := l.maybeTimeFlush(now); err != nil && !errors.Is(err, ErrClosed) {
+				if err := l.flusher.maybeTimeFlush(now); err != nil && !errors.Is(err, ErrClosed) {
 					l.log.WithError(err).Warn("time-based flush")
 				}
 			}
@@ -497,7 +497,7 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 func (m *Manager) runRetention() {
 	now := m.now()
 	for _, l := range m.All() {
-		if !l.isConfigured() {
+		if !l.status().configured {
 			continue
 		}
 		if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrClosed) {

@@ -196,7 +196,7 @@ func TestUncleanShutdownDropsSegmentsAfterCorruption(t *testing.T) {
 	for i := 0; i < 10; i++ { // 2 batches of 2 records per segment: segments at 0,4,8,12,16
 		mustAppend(t, l, testBatch{records: 2, valueSize: 200}.build(), 1)
 	}
-	if err := l.flushTo(4); err != nil { // recovery point 4: segment 0 is not re-validated
+	if err := l.flusher.flushTo(4); err != nil { // recovery point 4: segment 0 is not re-validated
 		t.Fatal(err)
 	}
 	if err := m.Checkpoint(); err != nil {

@@ -113,16 +113,16 @@ func (ps producerState) truncateFrom(offset int64) {
 // log (at least the tail of the active segment, earlier segments when it is smaller) and
 // records every idempotent batch, oldest first. Called by openLog before the log is shared.
 // A malformed header stops the scan of that segment (recovery already cut torn tails).
-func (l *Log) rebuildProducerState() {
-	l.producers = producerState{}
+func (sl segmentList) rebuildProducerState(log logrus.FieldLogger) producerState {
+	producers := producerState{}
 	type region struct {
 		s        *segment
 		startPos int64
 	}
 	var regions []region
 	budget := int64(producerRebuildBytes)
-	for i := len(l.segs) - 1; i >= 0 && budget > 0; i-- {
-		s := l.segs[i]
+	for i := len(sl) - 1; i >= 0 && budget > 0; i-- {
+		s := sl[i]
 		if s.size <= budget {
 			regions = append(regions, region{s, 0})
 			budget -= s.size
@@ -156,12 +156,13 @@ func (l *Log) rebuildProducerState() {
 			if _, err := br.Discard(h.Size() - batchHeaderSize); err != nil {
 				break
 			}
-			l.producers.record(hdr[:], h)
+			producers.record(hdr[:], h)
 			batches++
 			pos += int64(h.Size())
 		}
 	}
-	if len(l.producers) > 0 {
-		l.log.WithFields(logrus.Fields{"producers": len(l.producers), "batchesScanned": batches}).Debug("rebuilt producer state from the log tail")
+	if len(producers) > 0 {
+		log.WithFields(logrus.Fields{"producers": len(producers), "batchesScanned": batches}).Debug("rebuilt producer state from the log tail")
 	}
+	return producers
 }

@@ -387,3 +387,75 @@ func (s *segment) markDeleted(delay time.Duration) {
 	}
 	removeAfter(renamed, delay)
 }
+
+// truncateAt cuts the segment's file at pos (a batch boundary) and drops the index entries
+// at or after the cut; newLEO is the first offset removed (mu held for writing).
+func (s *segment) truncateAt(pos, newLEO int64, interval int32) error {
+	if err := s.f.Truncate(pos); err != nil {
+		return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
+	}
+	s.size = pos
+	if s.flushedSize > pos {
+		s.flushedSize = pos
+	}
+	// drop index entries at or after the cut
+	ki := sort.Search(len(s.ix.idx), func(i int) bool { return int64(s.ix.idx[i].pos) >= pos })
+	s.ix.idx = s.ix.idx[:ki]
+	kt := sort.Search(len(s.ix.tidx), func(i int) bool { return s.base+int64(s.ix.tidx[i].rel) >= newLEO })
+	s.ix.tidx = s.ix.tidx[:kt]
+	s.resetIndexState(interval)
+	if s.idxPersisted > ki {
+		s.idxPersisted = ki
+	}
+	if s.tidxPersisted > kt {
+		s.tidxPersisted = kt
+	}
+	return s.persistIndexes(s.ix.idx, s.ix.tidx, false)
+}
+
+// lastOffset scans the segment for its last batch's last offset (s non-empty).
+func (s *segment) lastOffset(interval int32) int64 {
+	res := scanSegment(s.f, s.size, s.base, 0, s.base, newIndexState(s.base), interval)
+	return res.nextOffset - 1
+}
+
+// resetIndexState recomputes the running index state after entries were dropped. maxTs
+// comes from the remaining time index (exact enough for retention; Kafka does the same).
+func (s *segment) resetIndexState(interval int32) {
+	s.ix.maxTs, s.ix.offsetOfMaxTs = -1, s.base
+	if n := len(s.ix.tidx); n > 0 {
+		s.ix.maxTs = s.ix.tidx[n-1].ts
+		s.ix.offsetOfMaxTs = s.base + int64(s.ix.tidx[n-1].rel)
+	}
+	// rescan the batches after the last index entry so maxTs and bytesSince are right
+	startPos := int64(0)
+	if n := len(s.ix.idx); n > 0 {
+		startPos = int64(s.ix.idx[n-1].pos)
+	}
+	st := s.ix
+	st.bytesSince = 0
+	res := scanSegment(s.f, s.size, s.base, startPos, s.base, st, interval)
+	s.ix = res.ix
+}
+
+// firstBatchMaxTimestamp is the maxTimestamp of the segment's first batch, -1 if none
+// (LogSegment.getFirstBatchTimestamp).
+func (s *segment) firstBatchMaxTimestamp() int64 {
+	if s.size < batchHeaderSize {
+		return -1
+	}
+	var hdr [batchHeaderSize]byte
+	if _, err := s.f.ReadAt(hdr[:], 0); err != nil {
+		return -1
+	}
+	return parseHeader(hdr[:]).MaxTimestamp
+}
+
+// lastModified is the segment file's modification time in ms (LogSegment.lastModified).
+func (s *segment) lastModified() int64 {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.ModTime().UnixMilli()
+}

@@ -1,0 +1,180 @@
+package logstore
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// AppendAsLeader validates every batch in records, assigns offsets from the LEO by rewriting
+// only baseOffset and partitionLeaderEpoch in each header, appends, updates the indexes, and
+// records (leaderEpoch -> first offset) in the epoch cache when leaderEpoch is new (K1).
+// Nothing is appended if any batch is invalid. records is modified in place.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	hs, rest, err := parseBatches(records)
+	if err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+	}
+	if rest != 0 {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: %d bytes of an incomplete batch", ErrCorruptMessage, rest)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	cfg := l.cfg
+	for i, h := range hs {
+		if err := validateForLeader(h, cfg.MaxMessageBytes); err != nil {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("batch %d: %w", i, err)
+		}
+	}
+	if cfg.CleanupPolicy.Compact() {
+		// only compacted topics pay for decoding records (LogValidator.validateKey)
+		if err := checkKeys(records, hs); err != nil {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+		}
+	}
+	if len(hs) == 0 {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, nil
+	}
+	if l.status().closed {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, ErrClosed
+	}
+	if len(hs) == 1 {
+		// a retried idempotent batch gets its original offsets and is not appended again
+		if pb, dup := l.producers.duplicate(records, hs[0]); dup {
+			l.log.WithFields(logrus.Fields{"baseOffset": pb.firstOffset}).Debug("duplicate idempotent batch")
+			return AppendInfo{FirstOffset: pb.firstOffset, LastOffset: pb.lastOffset, MaxTimestamp: pb.maxTimestamp, NumRecords: pb.records}, nil
+		}
+	}
+	next := l.leo
+	pos := 0
+	for i := range hs {
+		setBaseOffsetAndEpoch(records[pos:], next, leaderEpoch)
+		hs[i].BaseOffset = next
+		hs[i].LeaderEpoch = leaderEpoch
+		next += int64(hs[i].LastOffsetDelta) + 1
+		pos += hs[i].Size()
+	}
+	return l.appendLocked(records, hs)
+}
+
+// AppendAsFollower appends batches fetched from the leader, keeping the leader's offsets and
+// epochs (S18). CRCs are validated; the first batch must start at the LEO
+// (ErrUnexpectedOffset). An incomplete trailing batch is ignored, as Kafka's follower does.
+// Each batch's (epoch -> baseOffset) is assigned to the epoch cache (epochCache.assign).
+// The follower does not apply max.message.bytes: the leader accepted the data already.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	hs, rest, err := parseBatches(records)
+	if err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+	}
+	records = records[:len(records)-rest]
+	if len(hs) == 0 {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.status().closed {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, ErrClosed
+	}
+	if hs[0].BaseOffset != l.leo {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: first offset %d, log end offset %d", ErrUnexpectedOffset, hs[0].BaseOffset, l.leo)
+	}
+	for i := 1; i < len(hs); i++ {
+		if hs[i].BaseOffset <= hs[i-1].LastOffset() {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: out of order offsets: batch at %d after one ending at %d", ErrInvalidRecord, hs[i].BaseOffset, hs[i-1].LastOffset())
+		}
+	}
+	return l.appendLocked(records, hs)
+}
+
+// appendLocked writes already validated and offset-stamped batches (appendMu held).
+func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error) {
+	first, last := hs[0].BaseOffset, hs[len(hs)-1].LastOffset()
+	info := AppendInfo{FirstOffset: first, LastOffset: last, MaxTimestamp: -1, Bytes: len(records)}
+	for _, h := range hs {
+		info.NumRecords += int(h.RecordCount)
+		if h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp = h.MaxTimestamp
+		}
+	}
+	if last-first > math.MaxInt32 {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: offsets %d..%d do not fit one segment", ErrInvalidRecord, first, last)
+	}
+	cfg := l.cfg
+	now := l.now()
+	seg := l.segs.active()
+	if seg.size > 0 && (seg.size+int64(len(records)) > cfg.SegmentBytes ||
+		(cfg.SegmentMs > 0 && now.Sub(seg.created) > cfg.SegmentMs) ||
+		last-seg.base > math.MaxInt32 ||
+		seg.size+int64(len(records)) > math.MaxInt32) {
+		var err error
+		if seg, err = l.rollLocked(first, now); err != nil {
+			return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+		}
+	}
+	if first < seg.base || last-seg.base > math.MaxInt32 {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: offsets %d..%d do not fit segment %d", ErrInvalidRecord, first, last, seg.base)
+	}
+	if seg.size == 0 {
+		seg.created = now
+	}
+	if n, err := seg.f.WriteAt(records, seg.size); err != nil {
+		if n > 0 {
+			seg.f.Truncate(seg.size) // best effort: never publish a partial write
+		}
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("logstore: append to %s: %w", seg.logPath(), err)
+	}
+	var epochsChanged bool
+	l.mu.Lock()
+	pos := seg.size
+	for _, h := range hs {
+		seg.ix.add(seg.base, h, pos, cfg.IndexIntervalBytes)
+		pos += int64(h.Size())
+		// Kafka's maybeAssignEpochStartOffset for every batch: a no-op within the latest
+		// epoch; an older epoch replaces the conflicting later entries (epochCache.assign).
+		if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
+			epochsChanged = true
+		}
+	}
+	seg.size = pos
+	l.leo = last + 1
+	pos = 0
+	for _, h := range hs {
+		l.producers.record(records[pos:], h)
+		pos += int64(h.Size())
+	}
+	var epochs []EpochEntry
+	if epochsChanged {
+		epochs = l.epochs.snapshot()
+	}
+	l.mu.Unlock()
+	if epochsChanged {
+		if err := l.epochs.persist(epochs); err != nil {
+			l.log.WithError(err).Error("writing leader-epoch-checkpoint")
+		}
+	}
+	if err := l.flusher.appended(int64(info.NumRecords), last+1, now, cfg); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// rollLocked starts a new active segment at offset (appendMu held). The old segment's time
+// index gets its final entry and is flushed asynchronously, moving the recovery point, as
+// Kafka's roll schedules flush(newOffset).
+func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
+	s, err := createSegment(l.dir, base, now)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	old := l.segs.active()
+	old.ix.maybeAppendTime(old.base)
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	l.log.WithFields(logrus.Fields{"segment": s.logPath(), "previousSize": old.size}).Debug("rolled log segment")
+	l.flusher.flushAsync(base)
+	return s, nil
+}

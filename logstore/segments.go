@@ -1,0 +1,247 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// segmentList is a log's segments sorted by base offset; the last is the active segment
+// (Kafka's LogSegments). It answers lookups over the segments and cuts their tail; it neither
+// locks nor logs: the Log holds mu around every call (for writing when the call changes a
+// segment) and assigns a returned list to its own under mu.
+type segmentList []*segment
+
+// active is the segment appends go to.
+func (sl segmentList) active() *segment { return sl[len(sl)-1] }
+
+// totalSize is the sum of the segments' sizes.
+func (sl segmentList) totalSize() int64 {
+	var total int64
+	for _, s := range sl {
+		total += s.size
+	}
+	return total
+}
+
+// endOf is the offset after segment i: the next segment's base offset, or leo for the active
+// segment.
+func (sl segmentList) endOf(i int, leo int64) int64 {
+	if i+1 < len(sl) {
+		return sl[i+1].base
+	}
+	return leo
+}
+
+// closeFiles closes every segment's file.
+func (sl segmentList) closeFiles() {
+	for _, s := range sl {
+		if s.f != nil {
+			s.f.Close()
+		}
+	}
+}
+
+// read returns the raw stored bytes of whole batches from the batch that contains
+// startOffset, within budget bytes (the first batch whole when minOneBatch), stopping before
+// a batch whose last offset reaches maxOffset; see Log.Read, which checks startOffset.
+func (sl segmentList) read(startOffset, budget, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	var out []byte
+	for ; i < len(sl); i++ {
+		s := sl[i]
+		pos := int64(0)
+		if s.base <= startOffset {
+			pos = s.lookup(startOffset)
+		}
+		// skip batches ending before startOffset
+		var hdr [batchHeaderSize]byte
+		var first BatchHeader
+		found := false
+		for pos < s.size {
+			if pos+batchHeaderSize > s.size {
+				return out, fmt.Errorf("%w: truncated header at %d in %s", ErrCorruptMessage, pos, s.logPath())
+			}
+			if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+				return out, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
+			}
+			h := parseHeader(hdr[:])
+			if h.Length < minBatchLength || pos+int64(h.Size()) > s.size {
+				return out, fmt.Errorf("%w: bad batch length %d at %d in %s", ErrCorruptMessage, h.Length, pos, s.logPath())
+			}
+			if h.LastOffset() >= startOffset {
+				first, found = h, true
+				break
+			}
+			pos += int64(h.Size())
+		}
+		if !found {
+			continue
+		}
+		if first.LastOffset() >= maxOffset {
+			break
+		}
+		limit := budget
+		if out == nil && minOneBatch && int64(first.Size()) > limit {
+			limit = int64(first.Size())
+		}
+		if avail := s.size - pos; limit > avail {
+			limit = avail
+		}
+		if limit < int64(first.Size()) {
+			break
+		}
+		buf := make([]byte, limit)
+		n, err := s.f.ReadAt(buf, pos)
+		if int64(n) < limit {
+			return out, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
+		}
+		p := 0
+		stop := false
+		for p+batchHeaderSize <= len(buf) {
+			base := int64(binary.BigEndian.Uint64(buf[p+offBaseOffset:]))
+			size := int(int32(binary.BigEndian.Uint32(buf[p+offLength:]))) + batchLengthShift
+			if size < batchHeaderSize {
+				return out, fmt.Errorf("%w: bad batch length at %d in %s", ErrCorruptMessage, pos+int64(p), s.logPath())
+			}
+			last := base + int64(int32(binary.BigEndian.Uint32(buf[p+offLastOffsetDelta:])))
+			if last >= maxOffset {
+				stop = true
+				break
+			}
+			if p+size > len(buf) {
+				stop = true
+				break
+			}
+			p += size
+		}
+		if p < len(buf) {
+			stop = true
+		}
+		if out == nil {
+			out = buf[:p]
+		} else {
+			out = append(out, buf[:p]...)
+		}
+		budget -= int64(p)
+		if stop || budget <= 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// offsetForTimestamp finds the first record at or after logStart whose timestamp is >= ts,
+// through the time indexes; see Log.OffsetForTimestamp.
+func (sl segmentList) offsetForTimestamp(ts, logStart int64) (offset int64, timestamp int64, found bool) {
+	for _, s := range sl {
+		if s.size == 0 || s.ix.maxTs < ts {
+			continue
+		}
+		startOff := s.lookupTime(ts)
+		if startOff < logStart {
+			startOff = logStart
+		}
+		pos := s.lookup(startOff)
+		var hdr [batchHeaderSize]byte
+		for pos+batchHeaderSize <= s.size {
+			if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+				return -1, -1, false
+			}
+			h := parseHeader(hdr[:])
+			if h.Length < minBatchLength || pos+int64(h.Size()) > s.size {
+				return -1, -1, false
+			}
+			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
+				b := make([]byte, h.Size())
+				if _, err := s.f.ReadAt(b, pos); err == nil {
+					if off, rts, ok := firstRecordAtOrAfter(b, h, ts); ok && off >= logStart {
+						return off, rts, true
+					}
+				}
+				off := h.BaseOffset
+				if off < logStart {
+					off = logStart
+				}
+				return off, h.MaxTimestamp, true
+			}
+			pos += int64(h.Size())
+		}
+	}
+	return -1, -1, false
+}
+
+// truncateTo cuts the list at offset (offset above the first segment's base and below the
+// LEO): segments starting at or after offset are marked deleted, and the last kept segment
+// is cut at the first batch whose last offset is >= offset. It returns the kept segments,
+// which the caller installs even on an error (the dropped segments are gone by then), and
+// the new LEO: the base offset of the first removed batch.
+func (sl segmentList) truncateTo(offset int64, interval int32) (segmentList, int64, error) {
+	// drop whole segments starting at or after offset
+	keep := sort.Search(len(sl), func(i int) bool { return sl[i].base >= offset })
+	nextBase := int64(-1)
+	if keep < len(sl) {
+		nextBase = sl[keep].base
+	}
+	for _, s := range sl[keep:] {
+		s.markDeleted(0)
+	}
+	sl = sl[:keep]
+	s := sl[keep-1]
+	// find the first batch of s whose last offset is >= offset
+	pos := s.lookup(offset - 1)
+	newLEO := int64(-1)
+	var hdr [batchHeaderSize]byte
+	for pos+batchHeaderSize <= s.size {
+		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+			return sl, -1, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
+		}
+		h := parseHeader(hdr[:])
+		if h.Length < minBatchLength || pos+int64(h.Size()) > s.size {
+			break
+		}
+		if h.LastOffset() >= offset {
+			newLEO = h.BaseOffset
+			break
+		}
+		pos += int64(h.Size())
+	}
+	if newLEO < 0 {
+		// every batch of s ends below offset: s is kept whole and the cut is at the
+		// first removed segment
+		pos = s.size
+		if nextBase >= 0 {
+			newLEO = nextBase
+		} else {
+			newLEO = s.lastOffset(interval) + 1
+		}
+	}
+	return sl, newLEO, s.truncateAt(pos, newLEO, interval)
+}
+
+// flushJob is one segment to fsync up to size, with the index entries published so far.
+type flushJob struct {
+	s    *segment
+	size int64
+	idx  []offsetEntry
+	tidx []timeEntry
+}
+
+// flushJobs lists the segments holding offsets below offset that are not wholly below the
+// recovery point, with their sizes and indexes as published now (mu held).
+func (sl segmentList) flushJobs(offset, recoveryPoint int64) []flushJob {
+	var jobs []flushJob
+	for i, s := range sl {
+		if s.base >= offset && i > 0 {
+			break
+		}
+		if i+1 < len(sl) && sl[i+1].base <= recoveryPoint {
+			continue
+		}
+		jobs = append(jobs, flushJob{s: s, size: s.size, idx: s.ix.idx[:len(s.ix.idx):len(s.ix.idx)], tidx: s.ix.tidx[:len(s.ix.tidx):len(s.ix.tidx)]})
+	}
+	return jobs
+}
