@@ -101,13 +101,13 @@ func (c *Coordinator) FetchOffsets(groupID string, all bool, wanted []tp) (int16
 		return errNone, out
 	}
 	if all {
-		for k, e := range g.offsets {
+		for k, e := range g.offsets.committed {
 			out[k] = fetchedOffset{offset: e.om.offset, leaderEpoch: e.om.leaderEpoch, metadata: e.om.metadata}
 		}
 		return errNone, out
 	}
 	for _, k := range wanted {
-		if e, ok := g.offsets[k]; ok {
+		if e, ok := g.offsets.committed[k]; ok {
 			out[k] = fetchedOffset{offset: e.om.offset, leaderEpoch: e.om.leaderEpoch, metadata: e.om.metadata}
 		}
 	}

@@ -72,7 +72,7 @@ func (c *Coordinator) DeleteGroups(ids []string) map[string]int16 {
 		}
 	}
 	if len(eligible) > 0 {
-		n := c.cleanupGroupMetadata(eligible, func(g *group) map[tp]offsetAndMetadata { return g.removeAllOffsets() })
+		n := c.cleanupGroupMetadata(eligible, func(g *group) map[tp]offsetAndMetadata { return g.offsets.removeAllOffsets() })
 		c.log.WithField("offsets", n).Info("deleted groups")
 	}
 	return codes

@@ -94,7 +94,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, tps []tp) (int16, map[tp]int
 		return top, nil
 	}
 	if len(eligible) > 0 {
-		n := c.cleanupGroupMetadata([]*group{g}, func(g *group) map[tp]offsetAndMetadata { return g.removeOffsets(eligible) })
+		n := c.cleanupGroupMetadata([]*group{g}, func(g *group) map[tp]offsetAndMetadata { return g.offsets.removeOffsets(eligible) })
 		c.metrics.offsetDeletions.Mark(int64(n))
 		for _, k := range eligible {
 			codes[k] = errNone

@@ -46,7 +46,7 @@ func newCoordMetrics(c *Coordinator, reg metrics.Registry) *coordMetrics {
 			var n int64
 			for _, g := range c.allGroups() {
 				g.mu.Lock()
-				n += int64(len(g.offsets))
+				n += int64(len(g.offsets.committed))
 				g.mu.Unlock()
 			}
 			return n

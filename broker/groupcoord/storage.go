@@ -104,7 +104,7 @@ func (c *Coordinator) storeOffsets(g *group, memberID string, offsets map[tp]off
 	}
 	batch := encodeBatch(now, records)
 	p := c.PartitionFor(g.id)
-	g.prepareOffsetCommit(valid)
+	g.offsets.prepareOffsetCommit(valid)
 	g.deferred = append(g.deferred, func() {
 		c.appendToOffsetsPartition(p, batch, c.cfg.OffsetsCommitRequiredAcks, func(r rm.ProduceResult) {
 			c.metrics.offsetCommits.Mark(int64(len(valid)))
@@ -113,9 +113,9 @@ func (c *Coordinator) storeOffsets(g *group, memberID string, offsets map[tp]off
 				if !g.is(stateDead) {
 					for k, om := range valid {
 						if code == errNone {
-							g.onOffsetCommitAppend(k, commitEntry{om: om, batchOffset: r.BaseOffset})
+							g.offsets.onOffsetCommitAppend(k, commitEntry{om: om, batchOffset: r.BaseOffset})
 						} else {
-							g.failPendingOffsetWrite(k, om)
+							g.offsets.failPendingOffsetWrite(k, om)
 						}
 					}
 				}
@@ -307,7 +307,7 @@ func (c *Coordinator) loadPartition(p int32, gen uint64) {
 	var groups []*group
 	for id, g := range loaded.groups {
 		for k, e := range byGroup[id] {
-			g.offsets[k] = e
+			g.offsets.committed[k] = e
 		}
 		groups = append(groups, g)
 	}
@@ -318,7 +318,7 @@ func (c *Coordinator) loadPartition(p int32, gen uint64) {
 		}
 		g := newGroup(id, now)
 		for k, e := range offs {
-			g.offsets[k] = e
+			g.offsets.committed[k] = e
 		}
 		groups = append(groups, g)
 	}
@@ -366,7 +366,7 @@ func (c *Coordinator) unloadPartition(p int32) {
 	offsets := 0
 	for _, g := range gone {
 		c.locked(g, func() {
-			offsets += len(g.offsets)
+			offsets += len(g.offsets.committed)
 			c.onGroupUnloaded(g)
 		})
 	}
@@ -435,7 +435,7 @@ func (c *Coordinator) cleanupGroupMetadata(groups []*group, selector func(*group
 		)
 		c.locked(g, func() {
 			removed = selector(g)
-			if g.is(stateEmpty) && !g.hasOffsets() {
+			if g.is(stateEmpty) && !g.offsets.hasOffsets() {
 				c.groupLog(g).Info("group transitioned to Dead")
 				c.transition(g, stateDead)
 			}
