@@ -79,7 +79,7 @@ type group struct {
 	// unknown (not a consumer group, or a subscription that does not parse).
 	subscribed map[string]bool
 
-	// deferred are actions (appends) to run once mu is released; see Coordinator.locked.
+	// deferred are actions (appends) to run once mu is released; see inLock.
 	deferred []func()
 }
 
@@ -90,6 +90,19 @@ func newGroup(id string, now time.Time) *group {
 		stateTimestamp:  millis(now),
 		groupMembership: newGroupMembership(),
 		offsets:         newGroupOffsets(),
+	}
+}
+
+// inLock is GroupMetadata.inLock: it runs fn under g's lock, then, the lock released, the
+// actions fn deferred (appends).
+func (g *group) inLock(fn func()) {
+	g.mu.Lock()
+	fn()
+	deferred := g.deferred
+	g.deferred = nil
+	g.mu.Unlock()
+	for _, d := range deferred {
+		d()
 	}
 }
 
