@@ -110,7 +110,7 @@ func (c *Coordinator) CommitOffsets(groupID, memberID string, instanceID *string
 		cb(all(code))
 		return
 	}
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		if generation >= 0 {
 			// A request from an older generation of a group that is gone.
@@ -118,19 +118,19 @@ func (c *Coordinator) CommitOffsets(groupID, memberID string, instanceID *string
 			return
 		}
 		// The group does not use Kafka's group management: offsets only.
-		if g = c.addGroup(newGroup(groupID, c.now())); g == nil {
+		if g = c.groupManager.addGroup(newGroup(groupID, c.now())); g == nil {
 			cb(all(errNotCoordinator))
 			return
 		}
 	}
-	c.locked(g, func() {
+	g.inLock(func() {
 		switch {
 		case g.is(stateDead):
 			cb(all(errCoordinatorNotAvailable))
 		case g.isStaticMemberFenced(memberID, instanceID):
 			cb(all(errFencedInstanceID))
 		case generation < 0 && g.is(stateEmpty):
-			c.storeOffsets(g, memberID, offsets, cb)
+			c.groupManager.storeOffsets(g, memberID, offsets, cb)
 		case !g.has(memberID):
 			cb(all(errUnknownMemberID))
 		case generation != g.generation:
@@ -138,8 +138,8 @@ func (c *Coordinator) CommitOffsets(groupID, memberID string, instanceID *string
 		case g.is(stateStable) || g.is(statePreparingRebalance):
 			// PreparingRebalance still takes commits: the heartbeat answer tells the member
 			// to rejoin.
-			c.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
-			c.storeOffsets(g, memberID, offsets, cb)
+			c.rebalancer.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
+			c.groupManager.storeOffsets(g, memberID, offsets, cb)
 		default: // CompletingRebalance
 			cb(all(errRebalanceInProgress))
 		}

@@ -87,29 +87,5 @@ func (c *Coordinator) FetchOffsets(groupID string, all bool, wanted []tp) (int16
 	if code := c.validateGroupStatus(groupID, true); code != errNone {
 		return code, nil
 	}
-	out := make(map[tp]fetchedOffset, len(wanted))
-	for _, k := range wanted {
-		out[k] = fetchedOffset{offset: -1, leaderEpoch: -1}
-	}
-	g := c.getGroup(groupID)
-	if g == nil {
-		return errNone, out
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.is(stateDead) {
-		return errNone, out
-	}
-	if all {
-		for k, e := range g.offsets {
-			out[k] = fetchedOffset{offset: e.om.offset, leaderEpoch: e.om.leaderEpoch, metadata: e.om.metadata}
-		}
-		return errNone, out
-	}
-	for _, k := range wanted {
-		if e, ok := g.offsets[k]; ok {
-			out[k] = fetchedOffset{offset: e.om.offset, leaderEpoch: e.om.leaderEpoch, metadata: e.om.metadata}
-		}
-	}
-	return errNone, out
+	return errNone, c.groupManager.getOffsets(groupID, all, wanted)
 }

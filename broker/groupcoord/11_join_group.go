@@ -103,18 +103,18 @@ func (c *Coordinator) JoinGroup(p joinParams, cb func(joinResult)) {
 		return
 	}
 	unknown := p.memberID == ""
-	g := c.getGroup(p.groupID)
+	g := c.groupManager.getGroup(p.groupID)
 	if g == nil {
 		if !unknown {
 			cb(joinError(p.memberID, errUnknownMemberID))
 			return
 		}
-		if g = c.addGroup(newGroup(p.groupID, c.now())); g == nil {
+		if g = c.groupManager.addGroup(newGroup(p.groupID, c.now())); g == nil {
 			cb(joinError(p.memberID, errNotCoordinator))
 			return
 		}
 	}
-	c.locked(g, func() {
+	g.inLock(func() {
 		overCapacity := int32(len(g.members)) > c.cfg.GroupMaxSize
 		if m := g.members[p.memberID]; (overCapacity && m != nil && m.awaitingJoin == nil) ||
 			(unknown && int32(len(g.members)) >= c.cfg.GroupMaxSize) {
@@ -129,7 +129,7 @@ func (c *Coordinator) JoinGroup(p joinParams, cb func(joinResult)) {
 			c.doJoinGroup(g, p, cb)
 		}
 		if g.is(statePreparingRebalance) {
-			c.tryCompleteJoin(g)
+			c.rebalancer.tryCompleteJoin(g)
 		}
 	})
 }
@@ -145,11 +145,11 @@ func (c *Coordinator) doUnknownJoinGroup(g *group, p joinParams, cb func(joinRes
 		newID := generateMemberID(p.clientID, p.instanceID)
 		if g.hasStatic(p.instanceID) {
 			oldID := g.static[*p.instanceID]
-			c.groupLog(g).WithFields(logrus.Fields{"instance": *p.instanceID, "oldMember": oldID, "member": newID}).
+			groupLog(c.log, g).WithFields(logrus.Fields{"instance": *p.instanceID, "oldMember": oldID, "member": newID}).
 				Info("static member with unknown member id rejoins; replacing its member id")
 			leader := g.leader
 			m := g.replaceGroupInstance(oldID, newID, p.instanceID)
-			c.completeAndScheduleNextHeartbeatExpiration(g, m)
+			c.rebalancer.completeAndScheduleNextHeartbeatExpiration(g, m)
 			g.updateMember(m, p.protocols, cb)
 			switch g.state {
 			case stateStable, stateCompletingRebalance:
@@ -163,11 +163,11 @@ func (c *Coordinator) doUnknownJoinGroup(g *group, p joinParams, cb func(joinRes
 		}
 		if p.requireKnownID {
 			g.pending[newID] = nil
-			c.addPendingMemberExpiration(g, newID, p.sessionTimeout)
+			c.rebalancer.addPendingMemberExpiration(g, newID, p.sessionTimeout)
 			cb(joinError(newID, errMemberIDRequired))
 			return
 		}
-		c.addMemberAndRebalance(g, p.rebalanceTimeout, p.sessionTimeout, newID, p.instanceID, p.clientID, p.clientHost, p.protocolType, p.protocols, cb)
+		c.rebalancer.addMemberAndRebalance(g, p.rebalanceTimeout, p.sessionTimeout, newID, p.instanceID, p.clientID, p.clientHost, p.protocolType, p.protocols, cb)
 	}
 }
 
@@ -185,7 +185,7 @@ func (c *Coordinator) doJoinGroup(g *group, p joinParams, cb func(joinResult)) {
 			cb(joinError(p.memberID, errUnknownMemberID))
 			return
 		}
-		c.addMemberAndRebalance(g, p.rebalanceTimeout, p.sessionTimeout, p.memberID, nil, p.clientID, p.clientHost, p.protocolType, p.protocols, cb)
+		c.rebalancer.addMemberAndRebalance(g, p.rebalanceTimeout, p.sessionTimeout, p.memberID, nil, p.clientID, p.clientHost, p.protocolType, p.protocols, cb)
 		return
 	case g.isStaticMemberFenced(p.memberID, p.instanceID):
 		cb(joinError(p.memberID, errFencedInstanceID))
@@ -197,7 +197,7 @@ func (c *Coordinator) doJoinGroup(g *group, p joinParams, cb func(joinResult)) {
 	m := g.members[p.memberID]
 	switch g.state {
 	case statePreparingRebalance:
-		c.updateMemberAndRebalance(g, m, p.protocols, cb)
+		c.rebalancer.updateMemberAndRebalance(g, m, p.protocols, cb)
 	case stateCompletingRebalance:
 		if m.matches(p.protocols) {
 			// Same metadata (it may have missed the JoinGroup response): the current generation.
@@ -207,17 +207,17 @@ func (c *Coordinator) doJoinGroup(g *group, p joinParams, cb func(joinResult)) {
 			}
 			cb(res)
 		} else {
-			c.updateMemberAndRebalance(g, m, p.protocols, cb)
+			c.rebalancer.updateMemberAndRebalance(g, m, p.protocols, cb)
 		}
 	case stateStable:
 		if g.isLeader(m.id) || !m.matches(p.protocols) {
 			// The leader may rejoin to force a rebalance (e.g. topic metadata changed).
-			c.updateMemberAndRebalance(g, m, p.protocols, cb)
+			c.rebalancer.updateMemberAndRebalance(g, m, p.protocols, cb)
 		} else {
 			cb(joinResult{memberID: m.id, generation: g.generation, protocol: g.protocol, leader: g.leader})
 		}
 	default: // Empty, Dead
-		c.groupLog(g).WithField("member", m.id).Warn("rejoining member in an unexpected group state")
+		groupLog(c.log, g).WithField("member", m.id).Warn("rejoining member in an unexpected group state")
 		cb(joinError(p.memberID, errUnknownMemberID))
 	}
 }

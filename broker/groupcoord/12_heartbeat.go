@@ -39,12 +39,12 @@ func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, ge
 	default:
 		return code
 	}
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		return errUnknownMemberID
 	}
 	var code int16
-	c.locked(g, func() {
+	g.inLock(func() {
 		switch {
 		case g.is(stateDead):
 			code = errCoordinatorNotAvailable
@@ -65,10 +65,10 @@ func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, ge
 		case stateCompletingRebalance:
 			code = errRebalanceInProgress
 		case statePreparingRebalance:
-			c.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
+			c.rebalancer.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
 			code = errRebalanceInProgress
 		case stateStable:
-			c.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
+			c.rebalancer.completeAndScheduleNextHeartbeatExpiration(g, g.members[memberID])
 		}
 	})
 	return code

@@ -64,7 +64,7 @@ func (c *Coordinator) LeaveGroup(groupID string, leaving []leavingMember) (int16
 		return code, nil
 	}
 	codes := make([]int16, len(leaving))
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		for i := range codes {
 			codes[i] = errUnknownMemberID
@@ -72,7 +72,7 @@ func (c *Coordinator) LeaveGroup(groupID string, leaving []leavingMember) (int16
 		return errNone, codes
 	}
 	top := errNone
-	c.locked(g, func() {
+	g.inLock(func() {
 		if g.is(stateDead) {
 			top = errCoordinatorNotAvailable
 			codes = nil
@@ -83,8 +83,8 @@ func (c *Coordinator) LeaveGroup(groupID string, leaving []leavingMember) (int16
 			case l.memberID != "" && g.isStaticMemberFenced(l.memberID, l.instanceID):
 				codes[i] = errFencedInstanceID
 			case g.isPending(l.memberID):
-				c.groupLog(g).WithField("member", l.memberID).Info("pending member is leaving the group")
-				c.removePendingMemberAndUpdateGroup(g, l.memberID)
+				groupLog(c.log, g).WithField("member", l.memberID).Info("pending member is leaving the group")
+				c.rebalancer.removePendingMemberAndUpdateGroup(g, l.memberID)
 			case !g.has(l.memberID) && !g.hasStatic(l.instanceID):
 				codes[i] = errUnknownMemberID
 			default:
@@ -93,9 +93,9 @@ func (c *Coordinator) LeaveGroup(groupID string, leaving []leavingMember) (int16
 					id = g.static[*l.instanceID]
 				}
 				m := g.members[id]
-				c.removeHeartbeatForLeavingMember(m)
-				c.groupLog(g).WithField("member", id).Info("member has left, removing it from the group")
-				c.removeMemberAndUpdateGroup(g, m, "removing member "+id+" on LeaveGroup")
+				c.rebalancer.removeHeartbeatForLeavingMember(m)
+				groupLog(c.log, g).WithField("member", id).Info("member has left, removing it from the group")
+				c.rebalancer.removeMemberAndUpdateGroup(g, m, "removing member "+id+" on LeaveGroup")
 			}
 		}
 	})

@@ -55,12 +55,12 @@ func (c *Coordinator) SyncGroup(groupID string, generation int32, memberID strin
 		cb(syncResult{err: code})
 		return
 	}
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		cb(syncResult{err: errUnknownMemberID})
 		return
 	}
-	c.locked(g, func() {
+	g.inLock(func() {
 		switch {
 		case g.is(stateDead):
 			cb(syncResult{err: errCoordinatorNotAvailable})
@@ -85,31 +85,31 @@ func (c *Coordinator) SyncGroup(groupID string, generation int32, memberID strin
 			if !g.isLeader(memberID) {
 				return
 			}
-			c.groupLog(g).Info("assignment received from leader")
+			groupLog(c.log, g).Info("assignment received from leader")
 			full := make(map[string][]byte, len(g.members))
 			for id := range g.members {
 				full[id] = nonNilBytes(assignment[id])
 			}
 			gen := g.generation
-			c.storeGroup(g, full, func(code int16) {
+			c.groupManager.storeGroup(g, full, func(code int16) {
 				// Another member may have joined meanwhile: only the same generation, still
 				// completing, takes this result.
 				if !g.is(stateCompletingRebalance) || gen != g.generation {
 					return
 				}
 				if code != errNone {
-					c.resetAndPropagateAssignmentError(g, code)
-					c.maybePrepareRebalance(g, "error when storing group assignment during SyncGroup")
+					c.rebalancer.resetAndPropagateAssignmentError(g, code)
+					c.rebalancer.maybePrepareRebalance(g, "error when storing group assignment during SyncGroup")
 					return
 				}
-				c.setAndPropagateAssignment(g, full)
-				c.transition(g, stateStable)
+				c.rebalancer.setAndPropagateAssignment(g, full)
+				transition(c.log, g, stateStable, c.now())
 			})
 			c.metrics.completedRebalances.Mark(1)
 		case stateStable:
 			m := g.members[memberID]
 			cb(syncResult{assignment: m.assignment})
-			c.completeAndScheduleNextHeartbeatExpiration(g, m)
+			c.rebalancer.completeAndScheduleNextHeartbeatExpiration(g, m)
 		}
 	})
 }

@@ -36,7 +36,7 @@ func (c *Coordinator) DescribeGroup(groupID string) kmsg.DescribeGroupsResponseG
 		out.ErrorCode = code
 		return out
 	}
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		out.State = stateDead.String()
 		return out

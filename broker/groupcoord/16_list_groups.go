@@ -29,17 +29,17 @@ func handleListGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond fun
 // ListGroups is GroupCoordinator.handleListGroups.
 func (c *Coordinator) ListGroups() (int16, []kmsg.ListGroupsResponseGroup) {
 	c.mu.RLock()
-	active, loading := c.active, len(c.loading) > 0
+	active := c.active
 	c.mu.RUnlock()
 	if !active {
 		return errCoordinatorNotAvailable, nil
 	}
 	code := errNone
-	if loading {
+	if c.groupManager.isLoading() {
 		code = errCoordinatorLoadInProgress
 	}
 	var out []kmsg.ListGroupsResponseGroup
-	for _, g := range c.allGroups() {
+	for _, g := range c.groupManager.allGroups() {
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = g.id
 		g.mu.Lock()

@@ -49,18 +49,18 @@ func (c *Coordinator) DeleteGroups(ids []string) map[string]int16 {
 			codes[id] = code
 			continue
 		}
-		g := c.getGroup(id)
+		g := c.groupManager.getGroup(id)
 		if g == nil {
 			codes[id] = c.notFoundCode(id)
 			continue
 		}
 		var dead bool
-		c.locked(g, func() {
+		g.inLock(func() {
 			switch g.state {
 			case stateDead:
 				dead = true
 			case stateEmpty:
-				c.transition(g, stateDead)
+				transition(c.log, g, stateDead, c.now())
 				eligible = append(eligible, g)
 				codes[id] = errNone
 			default:
@@ -72,14 +72,14 @@ func (c *Coordinator) DeleteGroups(ids []string) map[string]int16 {
 		}
 	}
 	if len(eligible) > 0 {
-		n := c.cleanupGroupMetadata(eligible, func(g *group) map[tp]offsetAndMetadata { return g.removeAllOffsets() })
+		n := c.groupManager.cleanupGroupMetadata(eligible, func(g *group) map[tp]offsetAndMetadata { return g.offsets.removeAllOffsets() })
 		c.log.WithField("offsets", n).Info("deleted groups")
 	}
 	return codes
 }
 
 func (c *Coordinator) notFoundCode(id string) int16 {
-	if c.groupNotExists(id) {
+	if c.groupManager.groupNotExists(id) {
 		return errGroupIDNotFound
 	}
 	return errNotCoordinator

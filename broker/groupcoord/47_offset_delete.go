@@ -62,14 +62,14 @@ func (c *Coordinator) DeleteOffsets(groupID string, tps []tp) (int16, map[tp]int
 	if code := c.validateGroupStatus(groupID, false); code != errNone {
 		return code, nil
 	}
-	g := c.getGroup(groupID)
+	g := c.groupManager.getGroup(groupID)
 	if g == nil {
 		return c.notFoundCode(groupID), nil
 	}
 	codes := make(map[tp]int16)
 	var eligible []tp
 	top := errNone
-	c.locked(g, func() {
+	g.inLock(func() {
 		switch {
 		case g.is(stateDead):
 			top = -1
@@ -94,7 +94,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, tps []tp) (int16, map[tp]int
 		return top, nil
 	}
 	if len(eligible) > 0 {
-		n := c.cleanupGroupMetadata([]*group{g}, func(g *group) map[tp]offsetAndMetadata { return g.removeOffsets(eligible) })
+		n := c.groupManager.cleanupGroupMetadata([]*group{g}, func(g *group) map[tp]offsetAndMetadata { return g.offsets.removeOffsets(eligible) })
 		c.metrics.offsetDeletions.Mark(int64(n))
 		for _, k := range eligible {
 			codes[k] = errNone

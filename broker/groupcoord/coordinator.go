@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore/configdef"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
@@ -184,59 +183,50 @@ func Keys() []KeyRange {
 	return out
 }
 
-// Coordinator is the group coordinator of one broker.
+// Coordinator is the group coordinator of one broker: Kafka's GroupCoordinator. It handles the
+// group requests (one handler file per API key); the rebalance machinery is its rebalancer
+// (rebalance.go) and the groups and offsets cache, with everything written to or read from
+// __consumer_offsets, is its groupManager (group_manager.go).
 type Coordinator struct {
-	cfg      Config
-	clock    Clock
-	log      logrus.FieldLogger
-	replicas Replicas
-	meta     Metadata
-	admin    Admin
-	metrics  *coordMetrics
+	cfg     Config
+	clock   Clock
+	log     logrus.FieldLogger
+	meta    Metadata
+	admin   Admin
+	metrics *coordMetrics
 
+	groupManager *groupMetadataManager
+	rebalancer   *rebalancer
+
+	// ctx, cancel and wg are those of the __consumer_offsets creation (FindCoordinator).
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu       sync.RWMutex
 	active   bool
-	groups   map[string]*group
-	owned    map[int32]bool
-	loading  map[int32]bool
 	creating bool // a __consumer_offsets creation is under way
-	// leaderEpochs counts leadership changes per offsets partition, so that a load finishing
-	// after a resignation is discarded.
-	leaderEpochs map[int32]uint64
-	expiryTimer  Timer
-
-	// loadCh feeds the loader goroutine: loads and unloads run one at a time, in order.
-	loadMu    sync.Mutex
-	loadQueue []func()
-	loadWake  chan struct{}
 }
 
 // New builds a coordinator; Start activates it.
 func New(cfg Config, replicas Replicas, meta Metadata, admin Admin) *Coordinator {
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Coordinator{
-		cfg:      cfg,
-		clock:    cfg.Clock,
-		log:      cfg.Log.WithField("component", "group-coordinator"),
-		replicas: replicas,
-		meta:     meta,
-		admin:    admin,
-		ctx:      ctx,
-		cancel:   cancel,
-		groups:   make(map[string]*group),
-		owned:    make(map[int32]bool),
-		loading:  make(map[int32]bool),
-		loadWake: make(chan struct{}, 1),
-
-		leaderEpochs: make(map[int32]uint64),
+	log := cfg.Log.WithField("component", "group-coordinator")
+	gm := newGroupMetadataManager(cfg, log, replicas, meta)
+	gm.metrics = newCoordMetrics(gm, cfg.Registry)
+	return &Coordinator{
+		cfg:          cfg,
+		clock:        cfg.Clock,
+		log:          log,
+		meta:         meta,
+		admin:        admin,
+		metrics:      gm.metrics,
+		groupManager: gm,
+		rebalancer:   &rebalancer{cfg: cfg, clock: cfg.Clock, log: log, groupManager: gm},
+		ctx:          ctx,
+		cancel:       cancel,
 	}
-	c.metrics = newCoordMetrics(c, cfg.Registry)
-	return c
 }
 
 // Start activates the coordinator: the loader goroutine and the offset-expiry task
@@ -245,9 +235,7 @@ func (c *Coordinator) Start() {
 	c.mu.Lock()
 	c.active = true
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go c.loader()
-	c.scheduleExpiry()
+	c.groupManager.startup()
 	c.log.Info("group coordinator started")
 }
 
@@ -256,21 +244,9 @@ func (c *Coordinator) Start() {
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	c.active = false
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		groups = append(groups, g)
-	}
-	c.groups = make(map[string]*group)
-	c.owned = make(map[int32]bool)
-	c.loading = make(map[int32]bool)
-	if c.expiryTimer != nil {
-		c.expiryTimer.Stop()
-	}
 	c.mu.Unlock()
 	c.cancel()
-	for _, g := range groups {
-		c.locked(g, func() { c.onGroupUnloaded(g) })
-	}
+	c.groupManager.shutdown(c.rebalancer.onGroupUnloaded)
 	c.wg.Wait()
 }
 
@@ -287,30 +263,26 @@ func (c *Coordinator) Handle(r *Request, req kmsg.Request, respond func(kmsg.Res
 	h.fn(c, r, req, respond)
 }
 
-// numPartitions is the partition count of __consumer_offsets: the topic's when the metadata
-// knows it, else offsets.topic.num.partitions (GroupMetadataManager reads it from ZooKeeper).
-func (c *Coordinator) numPartitions() int32 {
-	if c.meta != nil {
-		if n := c.meta.PartitionCount(OffsetsTopic); n > 0 {
-			return n
+// OnLeadershipChange is the replica manager's leadership callback (KafkaApis
+// onLeadershipChange, GroupCoordinator.onElection and onResignation): partitions of
+// __consumer_offsets this broker now leads are loaded, those it follows or stopped hosting are
+// unloaded. It only schedules; the work runs on the group manager's scheduler.
+func (c *Coordinator) OnLeadershipChange(leaders, followers []rm.TopicPartition) {
+	for _, t := range leaders {
+		if t.Topic == OffsetsTopic {
+			c.groupManager.scheduleLoadGroupAndOffsets(t.Partition, c.rebalancer.onGroupLoaded)
 		}
 	}
-	return c.cfg.OffsetsTopicNumPartitions
+	for _, t := range followers {
+		if t.Topic == OffsetsTopic {
+			c.groupManager.removeGroupsForPartition(t.Partition, c.rebalancer.onGroupUnloaded)
+		}
+	}
 }
 
 // PartitionFor is Utils.abs(groupId.hashCode) % partitions (docs/groups.md §1).
 func (c *Coordinator) PartitionFor(groupID string) int32 {
-	return partitionFor(groupID, c.numPartitions())
-}
-
-func partitionFor(groupID string, n int32) int32 {
-	h := fetcher.JavaStringHashCode(groupID)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
+	return c.groupManager.partitionFor(groupID)
 }
 
 // validateGroupStatus is GroupCoordinator.validateGroupStatus: 0 or the error to answer.
@@ -320,94 +292,33 @@ func (c *Coordinator) validateGroupStatus(groupID string, allowEmpty bool) int16
 	if groupID == "" && !allowEmpty {
 		return errInvalidGroupID
 	}
-	p := c.PartitionFor(groupID)
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	switch {
-	case !c.active:
+	active := c.active
+	c.mu.RUnlock()
+	if !active {
 		return errCoordinatorNotAvailable
-	case c.loading[p]:
+	}
+	owned, loading := c.groupManager.partitionState(c.PartitionFor(groupID))
+	switch {
+	case loading:
 		return errCoordinatorLoadInProgress
-	case !c.owned[p]:
+	case !owned:
 		return errNotCoordinator
 	}
 	return errNone
 }
 
-func (c *Coordinator) getGroup(id string) *group {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.groups[id]
-}
-
-// addGroup puts g in the cache unless a group of that id is there; it returns the cached one,
-// or nil when this broker no longer owns the group's partition (a resignation raced with the
-// request: the group must not outlive the unload).
-func (c *Coordinator) addGroup(g *group) *group {
-	p := c.PartitionFor(g.id)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cur := c.groups[g.id]; cur != nil {
-		return cur
-	}
-	if !c.owned[p] || c.loading[p] {
-		return nil
-	}
-	c.groups[g.id] = g
-	return g
-}
-
-// removeGroupIf drops g from the cache if it is the cached group of its id.
-func (c *Coordinator) removeGroupIf(g *group) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.groups[g.id] == g {
-		delete(c.groups, g.id)
-		return true
-	}
-	return false
-}
-
-// groupNotExists: the group is local and absent or Dead (GroupMetadataManager.groupNotExists).
-func (c *Coordinator) groupNotExists(id string) bool {
-	p := c.PartitionFor(id)
-	c.mu.RLock()
-	owned := c.owned[p]
-	g := c.groups[id]
-	c.mu.RUnlock()
-	if !owned {
-		return false
-	}
-	if g == nil {
-		return true
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.is(stateDead)
-}
-
-// locked runs fn under g's lock, then (lock released) the actions fn deferred (appends).
-func (c *Coordinator) locked(g *group, fn func()) {
-	g.mu.Lock()
-	fn()
-	deferred := g.deferred
-	g.deferred = nil
-	g.mu.Unlock()
-	for _, d := range deferred {
-		d()
-	}
-}
-
 func (c *Coordinator) now() time.Time { return c.clock.Now() }
 
-func (c *Coordinator) groupLog(g *group) logrus.FieldLogger {
-	return c.log.WithFields(logrus.Fields{"group": g.id, "generation": g.generation, "state": g.state.String()})
+// groupLog is log with g's id, generation and state.
+func groupLog(log logrus.FieldLogger, g *group) logrus.FieldLogger {
+	return log.WithFields(logrus.Fields{"group": g.id, "generation": g.generation, "state": g.state.String()})
 }
 
-// transition moves g to s, logging a refused transition (a bug) instead of panicking.
-func (c *Coordinator) transition(g *group, s groupState) bool {
-	if err := g.transitionTo(s, c.now()); err != nil {
-		c.groupLog(g).WithError(err).Error("refusing invalid group state transition")
+// transition moves g to s at now, logging a refused transition (a bug) instead of panicking.
+func transition(log logrus.FieldLogger, g *group, s groupState, now time.Time) bool {
+	if err := g.transitionTo(s, now); err != nil {
+		groupLog(log, g).WithError(err).Error("refusing invalid group state transition")
 		return false
 	}
 	return true

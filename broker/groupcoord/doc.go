@@ -16,13 +16,25 @@
 // log through ReadLocal), the cluster metadata (Metadata, the broker's metadata cache) and topic
 // creation in ZooKeeper (Admin).
 //
-// Concurrency: every group has its own lock (group.mu) that guards all of its state; the
-// coordinator's lock (Coordinator.mu) guards the group map and the owned and loading partition
-// sets. Order: Coordinator.mu may be taken while holding no group lock only; a group lock is
-// never held while calling the replica manager (appends are queued on the group as deferred
-// actions and run once the lock is released), because the append's completion callback takes
-// the group lock again. Timers come from an injected Clock, so the delayed join, initial
-// rebalance delay, rebalance timeout and session expiry are unit-tested without sleeping.
-// Loading and unloading of offsets partitions run in order on one goroutine, off the
-// LeaderAndIsr path, like Kafka's group-metadata-manager scheduler thread.
+// Structure, along Kafka's lines: Coordinator is GroupCoordinator (request handling, one
+// handler file per API key), with its rebalancer (rebalance.go: delayed joins, heartbeat
+// expirations, member changes, assignment propagation) and its groupManager, Kafka's
+// GroupMetadataManager (group_manager.go: the groups and offsets cache and the owned and loading
+// offsets partitions; storage.go: appends to __consumer_offsets; loading.go: loading and
+// unloading; expiry.go: offset expiry and group removal). A group (group.go, GroupMetadata)
+// holds the state machine and generation, its membership (membership.go) and its offsets
+// (group_offsets.go).
+//
+// Concurrency: every group has its own lock (group.mu) that guards all of its state, its
+// membership and offsets included; the group manager's lock (groupMetadataManager.mu) guards
+// the group map and the owned and loading partition sets; the coordinator's lock
+// (Coordinator.mu) guards only whether it is active and whether __consumer_offsets is being
+// created. Order: the manager's and the coordinator's locks are taken while holding no group
+// lock only, and never together; a group lock is never held while calling the replica manager
+// (appends are queued on the group as deferred actions and run once group.inLock releases the
+// lock), because the append's completion callback takes the group lock again. Timers come from
+// an injected Clock, so the delayed join, initial rebalance delay, rebalance timeout and
+// session expiry are unit-tested without sleeping. Loading and unloading of offsets partitions
+// run in order on one goroutine (loadScheduler), off the LeaderAndIsr path, like Kafka's
+// group-metadata-manager scheduler thread.
 package groupcoord

@@ -237,9 +237,9 @@ func (e *env) waitLoaded(p int32) {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e.c.mu.RLock()
-		ok := e.c.owned[p] && !e.c.loading[p]
-		e.c.mu.RUnlock()
+		e.c.groupManager.mu.RLock()
+		ok := e.c.groupManager.owned[p] && !e.c.groupManager.loading[p]
+		e.c.groupManager.mu.RUnlock()
 		if ok {
 			return
 		}
@@ -326,7 +326,7 @@ func (e *env) sync(group string, gen int32, memberID string, instanceID *string,
 }
 
 func (e *env) state(group string) groupState {
-	g := e.c.getGroup(group)
+	g := e.c.groupManager.getGroup(group)
 	if g == nil {
 		return -1
 	}
@@ -336,7 +336,7 @@ func (e *env) state(group string) groupState {
 }
 
 func (e *env) members(group string) []string {
-	g := e.c.getGroup(group)
+	g := e.c.groupManager.getGroup(group)
 	if g == nil {
 		return nil
 	}

@@ -288,9 +288,9 @@ func TestErrorCodes(t *testing.T) {
 	}
 	r := e.mustJoined(e.join(other, "", nil, 4, "m"))
 	assertCode(t, "join not coordinator", r.err, errNotCoordinator)
-	e.c.mu.Lock()
-	e.c.loading[1] = true
-	e.c.mu.Unlock()
+	e.c.groupManager.mu.Lock()
+	e.c.groupManager.loading[1] = true
+	e.c.groupManager.mu.Unlock()
 	r = e.mustJoined(e.join(other, "", nil, 4, "m"))
 	assertCode(t, "join loading", r.err, errCoordinatorLoadInProgress)
 	assertCode(t, "heartbeat loading", e.c.Heartbeat(other, "m", nil, 1), errNone)

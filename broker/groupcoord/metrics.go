@@ -26,11 +26,11 @@ type coordMetrics struct {
 	completedRebalances metrics.Meter
 }
 
-func newCoordMetrics(c *Coordinator, reg metrics.Registry) *coordMetrics {
+func newCoordMetrics(gm *groupMetadataManager, reg metrics.Registry) *coordMetrics {
 	countState := func(s groupState) func() int64 {
 		return func() int64 {
 			var n int64
-			for _, g := range c.allGroups() {
+			for _, g := range gm.allGroups() {
 				g.mu.Lock()
 				if g.state == s {
 					n++
@@ -41,12 +41,12 @@ func newCoordMetrics(c *Coordinator, reg metrics.Registry) *coordMetrics {
 		}
 	}
 	gauges := map[string]func() int64{
-		MetricNumGroups: func() int64 { return int64(len(c.allGroups())) },
+		MetricNumGroups: func() int64 { return int64(len(gm.allGroups())) },
 		MetricNumOffsets: func() int64 {
 			var n int64
-			for _, g := range c.allGroups() {
+			for _, g := range gm.allGroups() {
 				g.mu.Lock()
-				n += int64(len(g.offsets))
+				n += int64(len(g.offsets.committed))
 				g.mu.Unlock()
 			}
 			return n

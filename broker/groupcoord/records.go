@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -244,18 +245,10 @@ func parseGroupValue(groupID string, value []byte) (*group, error) {
 	if v.Version < 0 || v.Version > 3 {
 		return nil, fmt.Errorf("unknown group metadata value version %d", v.Version)
 	}
-	g := &group{
-		id:                 groupID,
-		members:            make(map[string]*member),
-		static:             make(map[string]string),
-		pending:            make(map[string]Timer),
-		supportedProtocols: make(map[string]int),
-		offsets:            make(map[tp]commitEntry),
-		pendingCommits:     make(map[tp]offsetAndMetadata),
-		generation:         v.Generation,
-		protocol:           v.Protocol,
-		stateTimestamp:     -1,
-	}
+	g := newGroup(groupID, time.Time{})
+	g.generation = v.Generation
+	g.protocol = v.Protocol
+	g.stateTimestamp = -1
 	if v.ProtocolType != "" {
 		pt := v.ProtocolType
 		g.protocolType = &pt

@@ -138,7 +138,7 @@ func TestLoadPartition(t *testing.T) {
 	if e.state("simple") != stateEmpty {
 		t.Fatalf("simple: state %s, want Empty", e.state("simple"))
 	}
-	if e.c.getGroup("gone") != nil {
+	if e.c.groupManager.getGroup("gone") != nil {
 		t.Fatalf("a group whose metadata and offsets were tombstoned was loaded")
 	}
 	if e.state("stable") != stateStable || len(e.members("stable")) != 1 {
@@ -215,15 +215,15 @@ func TestOffsetExpiry(t *testing.T) {
 		t.Fatalf("state %s, want Empty", e.state("g"))
 	}
 	e.clock.Advance(time.Hour - time.Millisecond)
-	if n := e.c.ExpireOffsets(); n != 0 {
+	if n := e.c.groupManager.expireOffsets(); n != 0 {
 		t.Fatalf("expired %d offsets before the retention passed", n)
 	}
 	e.clock.Advance(time.Millisecond)
 	before := len(e.reps.records(t, 0))
-	if n := e.c.ExpireOffsets(); n != 1 {
+	if n := e.c.groupManager.expireOffsets(); n != 1 {
 		t.Fatalf("expired %d offsets, want 1", n)
 	}
-	if e.c.getGroup("g") != nil {
+	if e.c.groupManager.getGroup("g") != nil {
 		t.Fatalf("empty group without offsets not removed")
 	}
 	recs := e.reps.records(t, 0)[before:]
@@ -274,7 +274,7 @@ func TestOffsetDeleteAndDeleteGroups(t *testing.T) {
 	if c := e.c.DeleteGroups([]string{"g"}); c["g"] != errNone {
 		t.Fatalf("delete groups %v", c)
 	}
-	if e.c.getGroup("g") != nil {
+	if e.c.groupManager.getGroup("g") != nil {
 		t.Fatalf("deleted group still cached")
 	}
 	if _, offs := e.c.FetchOffsets("g", true, nil); len(offs) != 0 {
