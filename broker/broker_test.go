@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -54,7 +54,7 @@ func (r *rawConn) write(b []byte) {
 func (r *rawConn) recv(flexible bool) (int32, []byte) {
 	r.t.Helper()
 	_ = r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	f, err := wire.ReadFrame(r.nc, nil, 1<<30)
+	f, err := kproto.ReadFrame(r.nc, nil, 1<<30)
 	if err != nil {
 		r.t.Fatalf("reading response: %v", err)
 	}

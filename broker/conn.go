@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // Errors that close a connection. None of them is ever answered on the wire.
@@ -121,7 +121,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if r.resp != nil {
-			buf = wire.AppendResponse(buf[:0], sl.corr, r.resp)
+			buf = kproto.AppendResponse(buf[:0], sl.corr, r.resp)
 			if _, err := c.nc.Write(buf); err != nil {
 				return
 			}
@@ -146,10 +146,10 @@ func readFrame(r io.Reader, limit int32) ([]byte, error) {
 	}
 	n := int(int32(binary.BigEndian.Uint32(sz[:])))
 	if n < 8 {
-		return nil, fmt.Errorf("%w: %d", wire.ErrFrameInvalid, n)
+		return nil, fmt.Errorf("%w: %d", kproto.ErrFrameInvalid, n)
 	}
 	if n > int(limit) {
-		return nil, fmt.Errorf("%w: %d > %d", wire.ErrFrameTooLarge, n, limit)
+		return nil, fmt.Errorf("%w: %d > %d", kproto.ErrFrameTooLarge, n, limit)
 	}
 	buf := make([]byte, 0, min(n, 1<<20))
 	for len(buf) < n {
@@ -173,7 +173,7 @@ func readFrame(r io.Reader, limit int32) ([]byte, error) {
 // request is one decoded request on its way through a handler.
 type request struct {
 	c    *conn
-	hdr  wire.RequestHeader
+	hdr  kproto.RequestHeader
 	slot *slot
 	log  logrus.FieldLogger
 }
@@ -210,7 +210,7 @@ func (r *request) clientID() string {
 // a header or body that does not decode, or trailing bytes.
 func (c *conn) handleFrame(frame []byte) error {
 	if len(frame) < 8 {
-		return wire.ErrShortHeader
+		return kproto.ErrShortHeader
 	}
 	key := int16(binary.BigEndian.Uint16(frame[0:]))
 	version := int16(binary.BigEndian.Uint16(frame[2:]))
@@ -230,7 +230,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if version < h.min || version > h.max {
 		return fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
 	}
-	hdr, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+	hdr, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 	if err != nil {
 		return err
 	}

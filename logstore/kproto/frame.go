@@ -1,8 +1,10 @@
-// Package wire owns the Kafka protocol framing shared by the broker's server side and by the
+// Package kproto owns the Kafka-protocol helpers shared by the broker's server side and by the
 // inter-broker clients (the controller's request queues and the replica fetchers): the 4-byte
 // size prefix, the hand-parsed request header, and a minimal sequential client connection.
 // Every request and response body is encoded and decoded by kmsg; nothing here hand-writes a body.
-package wire
+// It sits under logstore, the lowest layer, and imports nothing of the repository, so fetcher,
+// zkcoord and the root package use it without importing anything under broker/.
+package kproto
 
 import (
 	"encoding/binary"
@@ -15,9 +17,9 @@ import (
 
 // Sentinel errors for malformed input. A server closes the connection on any of them.
 var (
-	ErrFrameTooLarge = errors.New("wire: frame larger than socket.request.max.bytes")
-	ErrFrameInvalid  = errors.New("wire: invalid frame size")
-	ErrShortHeader   = errors.New("wire: request header truncated")
+	ErrFrameTooLarge = errors.New("kproto: frame larger than socket.request.max.bytes")
+	ErrFrameInvalid  = errors.New("kproto: invalid frame size")
+	ErrShortHeader   = errors.New("kproto: request header truncated")
 )
 
 // ReadFrame reads one size-prefixed frame from r. A size above max or below zero returns
