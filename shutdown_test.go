@@ -53,7 +53,7 @@ func (f *fakeController) serve(t *testing.T, ln net.Listener) {
 		go func() {
 			defer c.Close()
 			for {
-				frame, err := kproto.ReadFrame(c, nil, 1<<20)
+				frame, err := kproto.ReadFrame(c, 1<<20)
 				if err != nil {
 					return
 				}

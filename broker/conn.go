@@ -87,8 +87,9 @@ func (c *conn) serve() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		// A fresh buffer per frame: kmsg's decoded byte fields (record batches) alias it,
-		// and produce batches are parked or appended after the next frame is read.
-		frame, err := readFrame(br, c.s.cfg.SocketRequestMaxBytes)
+		// and produce batches are parked or appended after the next frame is read. A frame
+		// too short for a header is read, then refused by handleFrame (Kafka's rule).
+		frame, err := kproto.ReadFrame(br, c.s.cfg.SocketRequestMaxBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.log.WithError(err).Info("closing connection: bad frame")
@@ -134,40 +135,6 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
-}
-
-// readFrame reads one size-prefixed request. The buffer grows as bytes arrive, so a
-// size that lies (KAFKA-14063) costs no more memory than the bytes really sent; a size
-// above max or below 8 (no room for a header) is refused before anything is read.
-func readFrame(r io.Reader, limit int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
-	}
-	n := int(int32(binary.BigEndian.Uint32(sz[:])))
-	if n < 8 {
-		return nil, fmt.Errorf("%w: %d", kproto.ErrFrameInvalid, n)
-	}
-	if n > int(limit) {
-		return nil, fmt.Errorf("%w: %d > %d", kproto.ErrFrameTooLarge, n, limit)
-	}
-	buf := make([]byte, 0, min(n, 1<<20))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(nb, buf)
-			buf = nb
-		}
-		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
 }
 
 // request is one decoded request on its way through a handler.

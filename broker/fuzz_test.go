@@ -79,7 +79,7 @@ func FuzzRequestDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 		for {
-			fr, err := kproto.ReadFrame(cc, nil, 1<<30)
+			fr, err := kproto.ReadFrame(cc, 1<<30)
 			if err != nil {
 				if closedOnPurpose(c) {
 					return

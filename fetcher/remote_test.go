@@ -45,7 +45,7 @@ func serveMemLeader(t *testing.T, m *memLeader, dropFirst bool) string {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				for {
-					frame, err := kproto.ReadFrame(nc, nil, 1<<20)
+					frame, err := kproto.ReadFrame(nc, 1<<20)
 					if err != nil {
 						return
 					}

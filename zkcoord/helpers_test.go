@@ -51,7 +51,7 @@ func (f *fakeBroker) port() int32 { return int32(f.ln.Addr().(*net.TCPAddr).Port
 func (f *fakeBroker) serve(t testing.TB, c net.Conn) {
 	defer c.Close()
 	for {
-		frame, err := kproto.ReadFrame(c, nil, 1<<24)
+		frame, err := kproto.ReadFrame(c, 1<<24)
 		if err != nil {
 			return
 		}

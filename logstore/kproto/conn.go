@@ -67,7 +67,7 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 		return nil, err
 	}
 	// A fresh buffer per response: kmsg's decoded byte fields (record batches) alias it.
-	frame, err := ReadFrame(c.nc, nil, c.maxFrame)
+	frame, err := ReadFrame(c.nc, c.maxFrame)
 	if err != nil {
 		c.closeLocked()
 		return nil, err

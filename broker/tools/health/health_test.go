@@ -46,7 +46,7 @@ func (f fakeBroker) start(t *testing.T) string {
 func (f fakeBroker) serve(nc net.Conn) {
 	defer nc.Close()
 	for {
-		frame, err := kproto.ReadFrame(nc, nil, 1<<20)
+		frame, err := kproto.ReadFrame(nc, 1<<20)
 		if err != nil {
 			return
 		}
