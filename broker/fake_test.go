@@ -409,8 +409,8 @@ func makeBatch(n int, value []byte) []byte {
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(recs))
-	binary.BigEndian.PutUint32(b[8:], uint32(batchHeaderSize-12+len(recs)))
+	b := make([]byte, kproto.BatchHeaderSize, kproto.BatchHeaderSize+len(recs))
+	binary.BigEndian.PutUint32(b[8:], uint32(kproto.BatchMinLength+len(recs)))
 	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
 	b[16] = 2
 	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
