@@ -1,6 +1,8 @@
-// Package kproto owns the Kafka-protocol helpers shared by the broker's server side and by the
-// inter-broker clients (the controller's request queues and the replica fetchers): the 4-byte
-// size prefix, the hand-parsed request header, and a minimal sequential client connection.
+// Package kproto owns the Kafka-protocol helpers shared by the broker's server side, the log and
+// the inter-broker clients (the controller's request queues and the replica fetchers): the
+// 4-byte size prefix (one frame reader), the hand-parsed request header, a minimal sequential
+// client connection, the framing walker over concatenated v2 record batches (NextBatch), and
+// the per-topic grouping of request partitions (ByTopic).
 // Every request and response body is encoded and decoded by kmsg; nothing here hand-writes a body.
 // It sits under logstore, the lowest layer, and imports nothing of the repository, so fetcher,
 // zkcoord and the root package use it without importing anything under broker/.
