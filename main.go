@@ -33,13 +33,13 @@ import (
 	"github.com/isrbroker/isrbroker/broker"
 	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
-	"github.com/isrbroker/isrbroker/broker/health"
 	"github.com/isrbroker/isrbroker/broker/metricsexport"
-	"github.com/isrbroker/isrbroker/broker/perf"
+	"github.com/isrbroker/isrbroker/broker/tools/admintool"
+	"github.com/isrbroker/isrbroker/broker/tools/health"
+	"github.com/isrbroker/isrbroker/broker/tools/perf"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
-	"github.com/isrbroker/isrbroker/zkcoord/admintool"
 )
 
 // Version is the isrbroker version; set with -ldflags "-X main.Version=...".

@@ -6,7 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/agent"
 )
 
@@ -25,13 +25,13 @@ type shutdownSettings struct {
 }
 
 // controlledShutdown runs the broker side of K7 (zkcoord/agent's controlled shutdown client)
-// over the Kafka protocol connection of broker/wire. It returns whether the shutdown was
+// over the Kafka protocol connection of logstore/kproto. It returns whether the shutdown was
 // acknowledged.
 func controlledShutdown(ctx context.Context, zk controllerLocator, s shutdownSettings, log logrus.FieldLogger) bool {
 	return agent.ControlledShutdown(ctx, zk, agent.ShutdownSettings{
 		BrokerID: s.BrokerID, Listener: s.Listener, MaxRetries: s.MaxRetries, RetryBackoff: s.RetryBackoff, Timeout: s.Timeout,
 		Dial: func(ctx context.Context, addr, clientID string, timeout time.Duration) (agent.Requester, error) {
-			c, err := wire.Dial(ctx, addr, "", clientID, timeout)
+			c, err := kproto.Dial(ctx, addr, "", clientID, timeout)
 			if err != nil {
 				return nil, err
 			}

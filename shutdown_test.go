@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -53,11 +53,11 @@ func (f *fakeController) serve(t *testing.T, ln net.Listener) {
 		go func() {
 			defer c.Close()
 			for {
-				frame, err := wire.ReadFrame(c, nil, 1<<20)
+				frame, err := kproto.ReadFrame(c, 1<<20)
 				if err != nil {
 					return
 				}
-				h, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+				h, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 				if err != nil || h.Key != 7 {
 					t.Errorf("fake controller: key %d: %v", h.Key, err)
 					return
@@ -76,7 +76,7 @@ func (f *fakeController) serve(t *testing.T, ln net.Listener) {
 				}
 				f.mu.Unlock()
 				resp.Version = h.Version
-				if _, err := c.Write(wire.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
+				if _, err := c.Write(kproto.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
 					return
 				}
 			}

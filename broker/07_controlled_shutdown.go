@@ -15,7 +15,7 @@ import (
 // ControlledShutdown: v0-3 (v3 flexible). Broker → controller (K7).
 //
 // Behavior:
-//   - The v0 request header has no client_id (wire.ParseHeader knows); broker_epoch comes
+//   - The v0 request header has no client_id (kproto.ParseHeader knows); broker_epoch comes
 //     with v2+ (-1 before, which the controller does not check).
 //   - Only the active controller answers: the request goes to the controller's event
 //     goroutine through ControlledShutdowner (the Admin, *zkcoord.Coordinator, implements

@@ -13,7 +13,7 @@ import (
 //   - A request version above 3 (kgo starts at v5) is answered, before its body is read,
 //     with a v0-format body: error_code 35 (UNSUPPORTED_VERSION) and the full key list
 //     (KIP-511); the connection stays open and the client retries at v3.
-//   - The response header is always v0 (no tag byte), even at v3; wire.AppendResponse
+//   - The response header is always v0 (no tag byte), even at v3; kproto.AppendResponse
 //     knows this.
 //
 // Deviations: the v3 client software name/version are not validated.

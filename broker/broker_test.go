@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -54,7 +54,7 @@ func (r *rawConn) write(b []byte) {
 func (r *rawConn) recv(flexible bool) (int32, []byte) {
 	r.t.Helper()
 	_ = r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-	f, err := wire.ReadFrame(r.nc, nil, 1<<30)
+	f, err := kproto.ReadFrame(r.nc, 1<<30)
 	if err != nil {
 		r.t.Fatalf("reading response: %v", err)
 	}
@@ -711,6 +711,8 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		"array > remaining": frameOf(append(hdr(int16(kmsg.Metadata), 1, 1), 0x7f, 0xff, 0xff, 0xff)),
 		"trailing bytes":    append(binary.BigEndian.AppendUint32(nil, uint32(len(goodMeta))), append(goodMeta[4:], 1, 2, 3)...)[:0],
 		"short header":      frameOf([]byte{0, 3, 0}),
+		"empty frame":       frameOf(nil),
+		"7-byte frame":      frameOf([]byte{0, 3, 0, 1, 0, 0, 0}),
 	}
 	// trailing bytes: a valid Metadata v0 body with 3 extra bytes.
 	tb := append(append([]byte(nil), goodMeta[4:]...), 1, 2, 3)

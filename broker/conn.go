@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // Errors that close a connection. None of them is ever answered on the wire.
@@ -87,8 +87,9 @@ func (c *conn) serve() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		// A fresh buffer per frame: kmsg's decoded byte fields (record batches) alias it,
-		// and produce batches are parked or appended after the next frame is read.
-		frame, err := readFrame(br, c.s.cfg.SocketRequestMaxBytes)
+		// and produce batches are parked or appended after the next frame is read. A frame
+		// too short for a header is read, then refused by handleFrame (Kafka's rule).
+		frame, err := kproto.ReadFrame(br, c.s.cfg.SocketRequestMaxBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.log.WithError(err).Info("closing connection: bad frame")
@@ -121,7 +122,7 @@ func (c *conn) writeLoop() {
 			return
 		}
 		if r.resp != nil {
-			buf = wire.AppendResponse(buf[:0], sl.corr, r.resp)
+			buf = kproto.AppendResponse(buf[:0], sl.corr, r.resp)
 			if _, err := c.nc.Write(buf); err != nil {
 				return
 			}
@@ -136,44 +137,10 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// readFrame reads one size-prefixed request. The buffer grows as bytes arrive, so a
-// size that lies (KAFKA-14063) costs no more memory than the bytes really sent; a size
-// above max or below 8 (no room for a header) is refused before anything is read.
-func readFrame(r io.Reader, limit int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
-	}
-	n := int(int32(binary.BigEndian.Uint32(sz[:])))
-	if n < 8 {
-		return nil, fmt.Errorf("%w: %d", wire.ErrFrameInvalid, n)
-	}
-	if n > int(limit) {
-		return nil, fmt.Errorf("%w: %d > %d", wire.ErrFrameTooLarge, n, limit)
-	}
-	buf := make([]byte, 0, min(n, 1<<20))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(nb, buf)
-			buf = nb
-		}
-		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 // request is one decoded request on its way through a handler.
 type request struct {
 	c    *conn
-	hdr  wire.RequestHeader
+	hdr  kproto.RequestHeader
 	slot *slot
 	log  logrus.FieldLogger
 }
@@ -210,7 +177,7 @@ func (r *request) clientID() string {
 // a header or body that does not decode, or trailing bytes.
 func (c *conn) handleFrame(frame []byte) error {
 	if len(frame) < 8 {
-		return wire.ErrShortHeader
+		return kproto.ErrShortHeader
 	}
 	key := int16(binary.BigEndian.Uint16(frame[0:]))
 	version := int16(binary.BigEndian.Uint16(frame[2:]))
@@ -230,7 +197,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if version < h.min || version > h.max {
 		return fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
 	}
-	hdr, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+	hdr, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
@@ -373,9 +373,9 @@ func (e *testEnv) createTopic(topic string, n int32) {
 	e.srv.Metadata().Update(updateMetadataReq(e.srv, map[string]int32{topic: n}, 1))
 }
 
-func dial(t testing.TB, addr string) *wire.Conn {
+func dial(t testing.TB, addr string) *kproto.Conn {
 	t.Helper()
-	c, err := wire.Dial(context.Background(), addr, "", "test", 5*time.Second)
+	c, err := kproto.Dial(context.Background(), addr, "", "test", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func dial(t testing.TB, addr string) *wire.Conn {
 	return c
 }
 
-func roundTrip[R kmsg.Response](t testing.TB, c *wire.Conn, req kmsg.Request) R {
+func roundTrip[R kmsg.Response](t testing.TB, c *kproto.Conn, req kmsg.Request) R {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -409,8 +409,8 @@ func makeBatch(n int, value []byte) []byte {
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(recs))
-	binary.BigEndian.PutUint32(b[8:], uint32(batchHeaderSize-12+len(recs)))
+	b := make([]byte, kproto.BatchHeaderSize, kproto.BatchHeaderSize+len(recs))
+	binary.BigEndian.PutUint32(b[8:], uint32(kproto.BatchMinLength+len(recs)))
 	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
 	b[16] = 2
 	binary.BigEndian.PutUint32(b[23:], uint32(n-1))

@@ -9,7 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -48,7 +48,7 @@ func requestFrame(key, version int16, corr int32, body []byte) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(version))
 	b = binary.BigEndian.AppendUint32(b, uint32(corr))
 	b = binary.BigEndian.AppendUint16(b, 0xffff) // null client id
-	if wire.IsFlexible(key, version) {
+	if kproto.IsFlexible(key, version) {
 		b = append(b, 0) // no header tags
 	}
 	return append(b, body...)
@@ -79,7 +79,7 @@ func FuzzRequestDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 		for {
-			fr, err := wire.ReadFrame(cc, nil, 1<<30)
+			fr, err := kproto.ReadFrame(cc, 1<<30)
 			if err != nil {
 				if closedOnPurpose(c) {
 					return

@@ -1,10 +1,12 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // maxTopicNameLen is Kafka's limit (249: the partition directory name adds "-<partition>").
@@ -27,57 +29,42 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// Record batch v2 layout (the fields the broker looks at).
-const (
-	batchLengthOffset = 8  // int32 batchLength: bytes after this field
-	batchMagicOffset  = 16 // int8 magic
-	batchCRCOffset    = 17 // uint32 CRC-32C over attributes..end
-	batchAttrOffset   = 21
-	batchHeaderSize   = 61 // RECORD_BATCH_OVERHEAD
-)
-
-var (
-	errBatchFraming = errors.New("record batch framing is invalid")
-	errBatchMagic   = errors.New("record batch magic is not 2")
-)
-
 // validateProduceRecords checks what Kafka checks on the request thread for produce v3+
 // (ProduceRequest.validateRecords): the records are exactly one magic-2 batch whose length
 // matches. It returns the Kafka error code (CORRUPT_MESSAGE) or 0. The CRC-32C and the size
 // limit (MESSAGE_TOO_LARGE; max.message.bytes is a topic config) are checked once, by the log
 // on append, so the hot path computes the CRC a single time.
 func validateProduceRecords(b []byte) (int16, error) {
-	if len(b) < batchHeaderSize {
-		return kerr.CorruptMessage.Code, errBatchFraming
+	size, whole, err := kproto.NextBatch(b)
+	if err != nil {
+		return kerr.CorruptMessage.Code, err
 	}
-	n := int64(int32(binary.BigEndian.Uint32(b[batchLengthOffset:])))
-	if n+12 != int64(len(b)) {
-		return kerr.CorruptMessage.Code, errBatchFraming
-	}
-	if b[batchMagicOffset] != 2 {
-		return kerr.CorruptMessage.Code, errBatchMagic
+	if !whole || size != len(b) {
+		return kerr.CorruptMessage.Code, fmt.Errorf("%w: %d bytes, the batch frames %d", errBatchFraming, len(b), size)
 	}
 	return 0, nil
 }
+
+var errBatchFraming = errors.New("records are not exactly one record batch")
 
 // batchPrefix returns how many leading bytes of records are whole batches fitting in
 // limit bytes. With minOne, the first batch is kept even when it alone exceeds limit
 // (KIP-74: a fetch always makes progress).
 func batchPrefix(records []byte, limit int64, minOne bool) int {
 	off := 0
-	for off+12 <= len(records) {
-		size := int64(int32(binary.BigEndian.Uint32(records[off+batchLengthOffset:]))) + 12
-		if size < 12 {
+	for off < len(records) {
+		size, whole, err := kproto.NextBatch(records[off:])
+		if err != nil || size == 0 {
 			break
 		}
-		end := int64(off) + size
+		end := int64(off + size)
 		if end > limit {
 			if off == 0 && minOne {
 				return int(min(end, int64(len(records))))
 			}
 			break
 		}
-		if end > int64(len(records)) {
+		if !whole {
 			break
 		}
 		off = int(end)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // Request versions a fetcher sends (both sides are isrbroker, no negotiation).
@@ -28,14 +28,14 @@ type Leader interface {
 	Close() error
 }
 
-// RemoteLeader is a Leader over one broker/wire connection, dialled lazily and redialled after
-// any error (wire.Conn closes itself on errors).
+// RemoteLeader is a Leader over one logstore/kproto connection, dialled lazily and redialled after
+// any error (kproto.Conn closes itself on errors).
 type RemoteLeader struct {
 	addr, localAddr, clientID string
 	timeout                   time.Duration
 
 	mu     sync.Mutex
-	conn   *wire.Conn
+	conn   *kproto.Conn
 	closed bool
 }
 
@@ -57,7 +57,7 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 	ctx, cancel := context.WithTimeout(ctx, l.timeout+extra)
 	defer cancel()
 	if conn == nil {
-		c, err := wire.Dial(ctx, l.addr, l.localAddr, l.clientID, l.timeout)
+		c, err := kproto.Dial(ctx, l.addr, l.localAddr, l.clientID, l.timeout)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 	}
 	resp, err := conn.Request(ctx, req)
 	if err != nil {
-		// wire.Conn is closed on any error: drop it so the next request redials.
+		// kproto.Conn is closed on any error: drop it so the next request redials.
 		l.mu.Lock()
 		if l.conn == conn {
 			l.conn = nil

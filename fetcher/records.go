@@ -1,17 +1,10 @@
 package fetcher
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-)
 
-// Record batch v2 header layout (the part the fetcher looks at; the log validates CRCs on append).
-const (
-	batchLengthOffset = 8  // baseOffset int64, then batchLength int32
-	batchOverhead     = 12 // baseOffset + batchLength, not counted by batchLength
-	batchMinLength    = 49 // batchLength of a v2 batch with no records
-	batchMagicOffset  = 16 // baseOffset 8 + batchLength 4 + partitionLeaderEpoch 4
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // errCorruptResponse marks a fetched record set that is malformed or breaks the size limits.
@@ -25,21 +18,15 @@ var errCorruptResponse = errors.New("fetcher: corrupt fetch response")
 // it would wedge replication. Never panics on malformed input.
 func completeBatches(records []byte, maxBytes int32) (valid []byte, n int, oversize bool, err error) {
 	pos := 0
-	for len(records)-pos >= batchOverhead {
-		length := int32(binary.BigEndian.Uint32(records[pos+batchLengthOffset:]))
-		if length < batchMinLength {
-			return nil, 0, false, fmt.Errorf("%w: batch at byte %d has length %d", errCorruptResponse, pos, length)
+	for pos < len(records) {
+		size, whole, err := kproto.NextBatch(records[pos:])
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("%w: batch at byte %d: %w", errCorruptResponse, pos, err)
 		}
-		if len(records)-pos > batchMagicOffset {
-			if magic := int8(records[pos+batchMagicOffset]); magic != 2 {
-				return nil, 0, false, fmt.Errorf("%w: batch at byte %d has magic %d", errCorruptResponse, pos, magic)
-			}
-		}
-		end := pos + batchOverhead + int(length)
-		if end > len(records) || end < pos {
+		if !whole {
 			break // partial trailing batch
 		}
-		pos = end
+		pos += size
 		n++
 	}
 	return records[:pos], n, n > 1 && int64(pos) > int64(maxBytes), nil

@@ -9,11 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // serveMemLeader serves m over the Kafka protocol on a loopback listener: the fetcher's
-// RemoteLeader then talks to it through broker/wire exactly as to a broker. dropFirst closes
+// RemoteLeader then talks to it through logstore/kproto exactly as to a broker. dropFirst closes
 // the first connection after its first request, to exercise redialling.
 func serveMemLeader(t *testing.T, m *memLeader, dropFirst bool) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,14 +45,14 @@ func serveMemLeader(t *testing.T, m *memLeader, dropFirst bool) string {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				for {
-					frame, err := wire.ReadFrame(nc, nil, 1<<20)
+					frame, err := kproto.ReadFrame(nc, 1<<20)
 					if err != nil {
 						return
 					}
 					if drop {
 						return
 					}
-					h, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+					h, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 					if err != nil {
 						return
 					}
@@ -86,7 +86,7 @@ func serveMemLeader(t *testing.T, m *memLeader, dropFirst bool) string {
 					default:
 						return
 					}
-					if _, err := nc.Write(wire.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
+					if _, err := nc.Write(kproto.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
 						return
 					}
 				}

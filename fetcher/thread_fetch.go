@@ -8,6 +8,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // This file is the fetcher's fetch phase (S17, S18): one Fetch for the Fetching partitions and the
@@ -26,7 +28,11 @@ func (t *fetcherThread) maybeFetch() bool {
 	req.MaxBytes = t.cfg.FetchResponseMaxBytes
 	req.SessionID = 0
 	req.SessionEpoch = -1 // full fetch, no incremental session (KIP-227 FINAL_EPOCH)
-	topics := make(map[string]int)
+	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.FetchRequestTopic {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		return rt
+	})
 	lso, hasLSO := t.local.(LogStartOffsetter)
 
 	t.mu.Lock()
@@ -45,21 +51,14 @@ func (t *fetcherThread) maybeFetch() bool {
 			}
 		}
 		sent[tp] = sentState{fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch}
-		i, ok := topics[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[tp.Topic] = i
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = tp.Partition
 		rp.CurrentLeaderEpoch = s.leaderEpoch
 		rp.FetchOffset = s.fetchOffset
 		rp.LogStartOffset = logStart
 		rp.PartitionMaxBytes = t.cfg.FetchMaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		rt := topics.Topic(tp.Topic)
+		rt.Partitions = append(rt.Partitions, rp)
 	}
 	t.mu.Unlock()
 	if len(sent) == 0 {

@@ -4,6 +4,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // This file is the fetcher's OFFSET_OUT_OF_RANGE handling (S19–S21): ListOffsets LATEST, then
@@ -15,21 +17,18 @@ func (t *fetcherThread) listOffsets(parts map[TopicPartition]sentState, timestam
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.SetVersion(listOffsetsVersion)
 	req.ReplicaID = t.cfg.BrokerID
-	topics := make(map[string]int)
+	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.ListOffsetsRequestTopic {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		return rt
+	})
 	for tp, ss := range parts {
-		i, ok := topics[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[tp.Topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-		}
 		rp := kmsg.NewListOffsetsRequestTopicPartition()
 		rp.Partition = tp.Partition
 		rp.CurrentLeaderEpoch = ss.leaderEpoch
 		rp.Timestamp = timestamp
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		rt := topics.Topic(tp.Topic)
+		rt.Partitions = append(rt.Partitions, rp)
 	}
 	resp, err := t.leader.ListOffsets(t.ctx, req)
 	if err != nil {

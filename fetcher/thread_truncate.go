@@ -6,6 +6,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // This file is the fetcher's truncation phase (K1, KIP-101/KIP-279): OffsetForLeaderEpoch for the
@@ -33,7 +35,11 @@ func (t *fetcherThread) maybeTruncate() bool {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.SetVersion(offsetForLeaderEpochVersion)
 	req.ReplicaID = t.cfg.BrokerID
-	topics := make(map[string]int)
+	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.OffsetForLeaderEpochRequestTopic {
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = topic
+		return rt
+	})
 
 	t.mu.Lock()
 	for _, tp := range append([]TopicPartition(nil), t.order...) {
@@ -59,19 +65,12 @@ func (t *fetcherThread) maybeTruncate() bool {
 			continue
 		}
 		sent[tp] = sentState{fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch, askedEpoch: epoch}
-		i, ok := topics[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[tp.Topic] = i
-			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = tp.Topic
-			req.Topics = append(req.Topics, rt)
-		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition = tp.Partition
 		rp.CurrentLeaderEpoch = s.leaderEpoch
 		rp.LeaderEpoch = epoch
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		rt := topics.Topic(tp.Topic)
+		rt.Partitions = append(rt.Partitions, rp)
 	}
 	t.mu.Unlock()
 	if len(sent) == 0 {

@@ -49,7 +49,7 @@ type Config struct {
 	Log      logrus.FieldLogger
 
 	// NewLeader, when set, builds the Leader a new fetcher talks to (tests plug an in-memory
-	// leader here). nil means a RemoteLeader over broker/wire.
+	// leader here). nil means a RemoteLeader over logstore/kproto.
 	NewLeader func(leader BrokerEndPoint, fetcherID int) Leader
 
 	// Quota is the follower replication throttle (follower.replication.throttled.*, issue 4);

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // Record batch v2 header layout (big endian), the storage format of every segment:
@@ -27,9 +29,9 @@ import (
 // baseOffset and partitionLeaderEpoch lie before the CRC'd range, so the broker rewrites them
 // without recomputing the CRC.
 const (
-	batchHeaderSize  = 61 // whole v2 header, first record starts here
-	batchLengthShift = 12 // baseOffset + batchLength: bytes not counted by batchLength
-	minBatchLength   = batchHeaderSize - batchLengthShift
+	batchHeaderSize  = kproto.BatchHeaderSize  // whole v2 header, first record starts here
+	batchLengthShift = kproto.BatchLogOverhead // baseOffset + batchLength: bytes not counted by batchLength
+	minBatchLength   = kproto.BatchMinLength
 
 	offBaseOffset      = 0
 	offLength          = 8
@@ -89,25 +91,20 @@ func parseHeader(b []byte) BatchHeader {
 	}
 }
 
-// checkBatchAt validates the batch starting at b[0]: the length is bounded by the bytes in b
-// (never trusted beyond them, KAFKA-14063), magic is 2, the CRC-32C matches, and the offset
-// delta is sane. It returns the header. A batch that claims more bytes than b holds returns
-// errTruncated so callers can tell a torn tail from corruption.
+// checkBatchAt validates the batch starting at b[0]: its framing (kproto.NextBatch: the length
+// covers the header and is bounded by the bytes in b, never trusted beyond them, KAFKA-14063;
+// magic is 2), then the CRC-32C and the offset delta. It returns the header. A batch that
+// claims more bytes than b holds returns errTruncated so callers can tell a torn tail from
+// corruption.
 func checkBatchAt(b []byte) (BatchHeader, error) {
-	if len(b) < batchHeaderSize {
-		return BatchHeader{}, errTruncated
+	_, whole, err := kproto.NextBatch(b)
+	if err != nil {
+		return BatchHeader{}, fmt.Errorf("%w: %w", ErrCorruptMessage, err)
 	}
-	length := int32(binary.BigEndian.Uint32(b[offLength:]))
-	if length < minBatchLength {
-		return BatchHeader{}, fmt.Errorf("%w: batch length %d below the %d-byte header", ErrCorruptMessage, length, minBatchLength)
-	}
-	if int64(length)+batchLengthShift > int64(len(b)) {
+	if !whole {
 		return BatchHeader{}, errTruncated
 	}
 	h := parseHeader(b)
-	if h.Magic != 2 {
-		return h, fmt.Errorf("%w: magic %d, only v2 batches are supported", ErrCorruptMessage, h.Magic)
-	}
 	if crc := crc32.Checksum(b[offAttributes:h.Size()], castagnoli); crc != h.CRC {
 		return h, fmt.Errorf("%w: CRC-32C mismatch (stored %08x, computed %08x)", ErrCorruptMessage, h.CRC, crc)
 	}

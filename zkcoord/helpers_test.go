@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/zktest"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
@@ -51,11 +51,11 @@ func (f *fakeBroker) port() int32 { return int32(f.ln.Addr().(*net.TCPAddr).Port
 func (f *fakeBroker) serve(t testing.TB, c net.Conn) {
 	defer c.Close()
 	for {
-		frame, err := wire.ReadFrame(c, nil, 1<<24)
+		frame, err := kproto.ReadFrame(c, 1<<24)
 		if err != nil {
 			return
 		}
-		h, body, err := wire.ParseHeader(frame, wire.IsFlexible)
+		h, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 		if err != nil {
 			t.Errorf("fake broker: header: %v", err)
 			return
@@ -83,7 +83,7 @@ func (f *fakeBroker) serve(t testing.TB, c net.Conn) {
 		case *kmsg.StopReplicaResponse:
 			r.ErrorCode = code
 		}
-		if _, err := c.Write(wire.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
+		if _, err := c.Write(kproto.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
 			return
 		}
 	}

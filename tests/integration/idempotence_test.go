@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/tests/cluster"
 )
 
@@ -32,7 +32,7 @@ func initProducerID(t *testing.T, addr string) *kmsg.InitProducerIDResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, err := wire.Dial(ctx, addr, "", "idempotence-test", 10*time.Second)
+	conn, err := kproto.Dial(ctx, addr, "", "idempotence-test", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

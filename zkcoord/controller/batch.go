@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -137,15 +138,13 @@ func (b *requestBatch) leaderAndIsrRequest(broker int32, parts map[TopicPartitio
 	}
 	sorted.TPs(tps)
 	leaders := map[int32]bool{}
-	var topic *kmsg.LeaderAndISRRequestTopicState
+	topics := kproto.NewByTopic(&req.TopicStates, func(topic string) kmsg.LeaderAndISRRequestTopicState {
+		return kmsg.LeaderAndISRRequestTopicState{Topic: topic}
+	})
 	for _, tp := range tps {
 		st := ct.ctx.states[tp]
 		if st == nil {
 			continue
-		}
-		if topic == nil || topic.Topic != tp.Topic {
-			req.TopicStates = append(req.TopicStates, kmsg.LeaderAndISRRequestTopicState{Topic: tp.Topic})
-			topic = &req.TopicStates[len(req.TopicStates)-1]
 		}
 		p := kmsg.NewLeaderAndISRRequestTopicPartition()
 		p.Topic = tp.Topic
@@ -159,6 +158,7 @@ func (b *requestBatch) leaderAndIsrRequest(broker int32, parts map[TopicPartitio
 		p.AddingReplicas = []int32{}
 		p.RemovingReplicas = []int32{}
 		p.IsNew = parts[tp]
+		topic := topics.Topic(tp.Topic)
 		topic.PartitionStates = append(topic.PartitionStates, p)
 		if ct.ctx.isLive(st.leader) {
 			leaders[st.leader] = true
@@ -183,15 +183,13 @@ func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition)
 	req.ControllerID = ct.cfg.BrokerID
 	req.ControllerEpoch = ct.ctx.epoch
 	req.BrokerEpoch = ct.ctx.live[broker].Epoch
-	var topic *kmsg.UpdateMetadataRequestTopicState
+	topics := kproto.NewByTopic(&req.TopicStates, func(topic string) kmsg.UpdateMetadataRequestTopicState {
+		return kmsg.UpdateMetadataRequestTopicState{Topic: topic}
+	})
 	for _, tp := range tps {
 		st := ct.ctx.states[tp]
 		if st == nil {
 			continue
-		}
-		if topic == nil || topic.Topic != tp.Topic {
-			req.TopicStates = append(req.TopicStates, kmsg.UpdateMetadataRequestTopicState{Topic: tp.Topic})
-			topic = &req.TopicStates[len(req.TopicStates)-1]
 		}
 		p := kmsg.NewUpdateMetadataRequestTopicPartition()
 		p.Topic = tp.Topic
@@ -211,6 +209,7 @@ func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition)
 				p.OfflineReplicas = append(p.OfflineReplicas, r)
 			}
 		}
+		topic := topics.Topic(tp.Topic)
 		topic.PartitionStates = append(topic.PartitionStates, p)
 	}
 	for _, id := range ct.ctx.liveIDs() {
@@ -240,12 +239,11 @@ func (b *requestBatch) stopReplicaRequest(broker int32, tps []TopicPartition, de
 	req.BrokerEpoch = ct.ctx.live[broker].Epoch
 	req.DeletePartitions = del
 	sorted.TPs(tps)
-	var topic *kmsg.StopReplicaRequestTopic
+	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.StopReplicaRequestTopic {
+		return kmsg.StopReplicaRequestTopic{Topic: topic}
+	})
 	for _, tp := range tps {
-		if topic == nil || topic.Topic != tp.Topic {
-			req.Topics = append(req.Topics, kmsg.StopReplicaRequestTopic{Topic: tp.Topic})
-			topic = &req.Topics[len(req.Topics)-1]
-		}
+		topic := topics.Topic(tp.Topic)
 		topic.Partitions = append(topic.Partitions, tp.Partition)
 	}
 	return req

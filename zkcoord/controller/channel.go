@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/internal/queue"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,7 +32,7 @@ type BrokerConn interface {
 type DialFunc func(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error)
 
 func dialWire(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error) {
-	c, err := wire.Dial(ctx, addr, localAddr, clientID, timeout)
+	c, err := kproto.Dial(ctx, addr, localAddr, clientID, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type Config struct {
 	Registry                           metrics.Registry // nil: metrics.DefaultRegistry
 	Log                                logrus.FieldLogger
 	// Dial opens the controller's connection to a broker; nil dials the Kafka protocol over
-	// TCP (broker/wire). Unit tests record requests in memory instead.
+	// TCP (logstore/kproto). Unit tests record requests in memory instead.
 	Dial DialFunc
 }
 

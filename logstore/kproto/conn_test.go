@@ -1,4 +1,4 @@
-package wire
+package kproto
 
 import (
 	"context"

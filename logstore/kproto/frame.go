@@ -1,8 +1,12 @@
-// Package wire owns the Kafka protocol framing shared by the broker's server side and by the
-// inter-broker clients (the controller's request queues and the replica fetchers): the 4-byte
-// size prefix, the hand-parsed request header, and a minimal sequential client connection.
+// Package kproto owns the Kafka-protocol helpers shared by the broker's server side, the log and
+// the inter-broker clients (the controller's request queues and the replica fetchers): the
+// 4-byte size prefix (one frame reader), the hand-parsed request header, a minimal sequential
+// client connection, the framing walker over concatenated v2 record batches (NextBatch), and
+// the per-topic grouping of request partitions (ByTopic).
 // Every request and response body is encoded and decoded by kmsg; nothing here hand-writes a body.
-package wire
+// It sits under logstore, the lowest layer, and imports nothing of the repository, so fetcher,
+// zkcoord and the root package use it without importing anything under broker/.
+package kproto
 
 import (
 	"encoding/binary"
@@ -15,35 +19,50 @@ import (
 
 // Sentinel errors for malformed input. A server closes the connection on any of them.
 var (
-	ErrFrameTooLarge = errors.New("wire: frame larger than socket.request.max.bytes")
-	ErrFrameInvalid  = errors.New("wire: invalid frame size")
-	ErrShortHeader   = errors.New("wire: request header truncated")
+	ErrFrameTooLarge = errors.New("kproto: frame larger than socket.request.max.bytes")
+	ErrFrameInvalid  = errors.New("kproto: invalid frame size")
+	ErrShortHeader   = errors.New("kproto: request header truncated")
 )
 
-// ReadFrame reads one size-prefixed frame from r. A size above max or below zero returns
-// ErrFrameTooLarge / ErrFrameInvalid without allocating the claimed size (KAFKA-14063).
-// buf is reused when it is large enough.
-func ReadFrame(r io.Reader, buf []byte, max int32) ([]byte, error) {
+// ReadFrame reads one size-prefixed frame from r, with Kafka's rule for the size
+// (NetworkReceive.readFrom): below zero is ErrFrameInvalid, above max is ErrFrameTooLarge, and
+// any size from 0 to max is read; a request frame too short for its header is the caller's to
+// refuse (ParseHeader: ErrShortHeader). The buffer grows as bytes arrive, starting at 1 MiB and
+// doubling, so a size that lies (KAFKA-14063) costs no more memory than the bytes really sent.
+// Every call returns a fresh buffer: kmsg's decoded byte fields (record batches) alias it.
+func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	var sz [4]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(sz[:]))
 	if n < 0 {
-		return nil, ErrFrameInvalid
+		return nil, fmt.Errorf("%w: %d", ErrFrameInvalid, n)
 	}
 	if n > max {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	buf := make([]byte, 0, min(int(n), frameInitialCap))
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(int(n), 2*cap(buf)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return buf, nil
 }
+
+// frameInitialCap is ReadFrame's first allocation for a frame that claims more.
+const frameInitialCap = 1 << 20
 
 // RequestHeader is the request header (v0–v2), parsed by hand as kmsg has no type for it.
 type RequestHeader struct {

@@ -1,4 +1,4 @@
-package wire
+package kproto
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 		return nil, err
 	}
 	// A fresh buffer per response: kmsg's decoded byte fields (record batches) alias it.
-	frame, err := ReadFrame(c.nc, nil, c.maxFrame)
+	frame, err := ReadFrame(c.nc, c.maxFrame)
 	if err != nil {
 		c.closeLocked()
 		return nil, err
@@ -78,7 +78,7 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	}
 	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
 		c.closeLocked()
-		return nil, fmt.Errorf("wire: correlation id %d, want %d", got, corr)
+		return nil, fmt.Errorf("kproto: correlation id %d, want %d", got, corr)
 	}
 	body := frame[4:]
 	resp := req.ResponseKind()

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // Result is what a successful check saw.
@@ -34,7 +34,7 @@ type Result struct {
 func Check(ctx context.Context, addr string, brokerID int32, timeout time.Duration) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := wire.Dial(ctx, addr, "", "isrbroker-healthcheck", timeout)
+	conn, err := kproto.Dial(ctx, addr, "", "isrbroker-healthcheck", timeout)
 	if err != nil {
 		return Result{}, fmt.Errorf("connect %s: %w", addr, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/broker/wire"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // fakeBroker answers ApiVersions and Metadata like a broker whose metadata cache lists
@@ -46,11 +46,11 @@ func (f fakeBroker) start(t *testing.T) string {
 func (f fakeBroker) serve(nc net.Conn) {
 	defer nc.Close()
 	for {
-		frame, err := wire.ReadFrame(nc, nil, 1<<20)
+		frame, err := kproto.ReadFrame(nc, 1<<20)
 		if err != nil {
 			return
 		}
-		h, _, err := wire.ParseHeader(frame, wire.IsFlexible)
+		h, _, err := kproto.ParseHeader(frame, kproto.IsFlexible)
 		if err != nil {
 			return
 		}
@@ -76,7 +76,7 @@ func (f fakeBroker) serve(nc net.Conn) {
 			return
 		}
 		resp.SetVersion(h.Version)
-		if _, err := nc.Write(wire.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
+		if _, err := nc.Write(kproto.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
 			return
 		}
 	}

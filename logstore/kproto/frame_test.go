@@ -1,0 +1,116 @@
+package kproto
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"runtime"
+	"testing"
+)
+
+func sizePrefixed(size int32, body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(size)), body...)
+}
+
+// ReadFrame follows Kafka's rule for the size prefix (NetworkReceive.readFrom): a negative size
+// or one above max is refused before any byte of the body is read; every size from 0 to max is
+// read whole, even below the 8 bytes a request header needs (ParseHeader refuses those).
+func TestReadFrameSizeEdges(t *testing.T) {
+	const max = 64
+	body := bytes.Repeat([]byte{0xab}, max+1)
+	cases := []struct {
+		name string
+		size int32
+		want error // nil: a frame of size bytes
+	}{
+		{"min int32", math.MinInt32, ErrFrameInvalid},
+		{"-1", -1, ErrFrameInvalid},
+		{"0", 0, nil},
+		{"1", 1, nil},
+		{"7", 7, nil},
+		{"8", 8, nil},
+		{"max", max, nil},
+		{"max+1", max + 1, ErrFrameTooLarge},
+		{"max int32", math.MaxInt32, ErrFrameTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := bytes.NewReader(sizePrefixed(c.size, body))
+			frame, err := ReadFrame(r, max)
+			if c.want != nil {
+				if !errors.Is(err, c.want) {
+					t.Fatalf("err = %v, want %v", err, c.want)
+				}
+				if r.Len() != len(body) {
+					t.Fatalf("%d body bytes consumed before refusing the size", len(body)-r.Len())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			if len(frame) != int(c.size) || !bytes.Equal(frame, body[:c.size]) {
+				t.Fatalf("frame of %d bytes, want the %d sent", len(frame), c.size)
+			}
+		})
+	}
+}
+
+// A frame too short for a request header is read (above) and then refused by ParseHeader.
+func TestParseHeaderRefusesFramesBelow8(t *testing.T) {
+	for n := 0; n < 8; n++ {
+		if _, _, err := ParseHeader(make([]byte, n), IsFlexible); !errors.Is(err, ErrShortHeader) {
+			t.Errorf("%d-byte frame: err = %v, want ErrShortHeader", n, err)
+		}
+	}
+}
+
+// KAFKA-14063: a size that lies costs no more memory than the bytes really sent. A frame that
+// claims 1 GiB but carries 100 bytes ends with io.ErrUnexpectedEOF after allocating about the
+// first 1 MiB step, not the claimed size.
+func TestReadFrameLyingSizeAllocatesOnlyWhatArrives(t *testing.T) {
+	const claimed = 1 << 30
+	in := sizePrefixed(claimed, make([]byte, 100))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadFrame(bytes.NewReader(in), claimed)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*frameInitialCap {
+		t.Fatalf("allocated %d bytes for a frame that carried 100", got)
+	}
+}
+
+// The growing buffer keeps every byte across its doublings: a frame of several MiB, delivered
+// in small reads, comes back identical.
+func TestReadFrameGrowsAcrossSteps(t *testing.T) {
+	body := make([]byte, 3*frameInitialCap+12345)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	r := &smallReads{r: bytes.NewReader(sizePrefixed(int32(len(body)), body)), n: 4093}
+	frame, err := ReadFrame(r, math.MaxInt32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(frame, body) {
+		t.Fatal("frame differs from the bytes sent")
+	}
+}
+
+// smallReads returns at most n bytes per Read, like a socket.
+type smallReads struct {
+	r io.Reader
+	n int
+}
+
+func (s *smallReads) Read(p []byte) (int, error) {
+	if len(p) > s.n {
+		p = p[:s.n]
+	}
+	return s.r.Read(p)
+}
