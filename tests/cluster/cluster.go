@@ -216,6 +216,11 @@ func (c *Cluster) StartBroker(id int32) {
 	}
 	sort.Strings(keys)
 	args := []string{"broker", "--config", b.ConfigPath}
+	// ISRBROKER_LOG_LEVEL (trace, debug, ...) raises the brokers' log level when a scenario
+	// needs a closer look; the default is the broker's own (info).
+	if lvl := os.Getenv("ISRBROKER_LOG_LEVEL"); lvl != "" {
+		args = append(args, "--log-level", lvl)
+	}
 	for _, k := range keys {
 		args = append(args, "--override", k+"="+b.overrides[k])
 	}

@@ -65,6 +65,12 @@ func (ct *Controller) processBrokerChange() error {
 			ct.ctx.live[id] = cur[id]
 			ct.chans.startSender(cur[id])
 		}
+		// The failure's requests (StopReplica(delete=false) for the bounced broker's replicas)
+		// go out before the startup's LeaderAndIsr, as in Kafka, where each state-machine step
+		// sends its own batch: one batch sends LeaderAndIsr before StopReplica, and the
+		// StopReplica would stop the fetchers the LeaderAndIsr just started.
+		b.send()
+		b = ct.newBatch()
 		if err := ct.onBrokerStartup(bouncedIDs, b); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
@@ -295,4 +296,49 @@ func TestStaleControllerEpochAnswerResigns(t *testing.T) {
 	h.net.code = kerr.StaleControllerEpoch.Code
 	ct := h.startController(1)
 	h.until("re-elected with a higher epoch", func() bool { return ct.IsActive() && ct.ctx.epoch >= 2 })
+}
+
+// TestBouncedBrokerKeepsItsFetchers: a broker that is killed and registers again before the
+// controller handles the change is "bounced" (same id, larger epoch): a failure followed by a
+// startup. The failure's StopReplica(delete=false) for its replicas must reach it before the
+// startup's LeaderAndIsr, as in Kafka, where each state-machine step sends its own batch. Sent
+// after the LeaderAndIsr (one batch holding both), it stopped the fetchers the LeaderAndIsr had
+// just started, and the broker never rejoined the ISR (fault row 11, double failover).
+func TestBouncedBrokerKeepsItsFetchers(t *testing.T) {
+	h := newHarness(t)
+	for id := int32(1); id <= 3; id++ {
+		h.register(id)
+	}
+	ct := h.startController(1)
+	h.until("active", ct.IsActive)
+	h.createTopic("bounce", map[int32][]int32{0: {2, 3, 1}, 1: {3, 1, 2}}, nil)
+	h.until("online", func() bool { return h.state("bounce", 0) != nil && h.state("bounce", 1) != nil })
+	h.step()
+
+	// Broker 2 dies and registers again before the controller looks.
+	h.net.resetAll()
+	h.conn[2].Close()
+	h.register(2)
+	h.until("LeaderAndIsr to the bounced broker", func() bool { return len(leaderAndIsrs(h.net.requests(2, false))) > 0 })
+	// The senders deliver asynchronously: wait until broker 2's requests stop arriving.
+	var reqs []kmsg.Request
+	quiet := time.Now()
+	h.until("the bounced broker's requests delivered", func() bool {
+		if cur := h.net.requests(2, false); len(cur) != len(reqs) {
+			reqs, quiet = cur, time.Now()
+		}
+		return time.Since(quiet) > 300*time.Millisecond
+	})
+	lastLeaderAndIsr := -1
+	for i, r := range reqs {
+		if _, ok := r.(*kmsg.LeaderAndISRRequest); ok {
+			lastLeaderAndIsr = i
+		}
+	}
+	for i, r := range reqs[lastLeaderAndIsr+1:] {
+		if s, ok := r.(*kmsg.StopReplicaRequest); ok && !s.DeletePartitions {
+			t.Fatalf("request %d to the bounced broker is a StopReplica(delete=false) after its LeaderAndIsr: it stops the fetchers the LeaderAndIsr started (requests: %d)", lastLeaderAndIsr+1+i, len(reqs))
+		}
+	}
+	h.checkTransitions()
 }
