@@ -217,6 +217,18 @@ func cleanOnce(t testing.TB, l *Log, now time.Time) (cleanerStats, error) {
 	return cleanOnceWith(t, l, now, newOffsetMap(1<<20))
 }
 
+// cleanAndRead cleans l once (failing the test on an error) and returns its records before and
+// after the cleaning.
+func cleanAndRead(t testing.TB, l *Log, now time.Time) (before, after []readRec) {
+	t.Helper()
+	before, _ = readAll(t, l)
+	if _, err := cleanOnce(t, l, now); err != nil {
+		t.Fatal(err)
+	}
+	after, _ = readAll(t, l)
+	return before, after
+}
+
 func cleanOnceWith(t testing.TB, l *Log, now time.Time, m *offsetMap) (cleanerStats, error) {
 	t.Helper()
 	ltc, ok := cleanableOffsets(l, now)

@@ -90,11 +90,7 @@ func TestCleanerStopsBelowHighWatermark(t *testing.T) {
 	if ltc.firstUncleanable > 100 {
 		t.Fatalf("first uncleanable offset %d above the HW 100", ltc.firstUncleanable)
 	}
-	before, _ := readAll(t, l)
-	if _, err := cleanOnce(t, l, clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := readAll(t, l)
+	before, after := cleanAndRead(t, l, clock.Now())
 	for _, r := range before {
 		if r.offset >= 100 && !slices.ContainsFunc(after, func(a readRec) bool { return a.offset == r.offset }) {
 			t.Fatalf("record %d above the HW was removed", r.offset)
@@ -128,11 +124,7 @@ func TestCleanerTombstonesAfterDeleteRetention(t *testing.T) {
 				mustAppend(t, l, keyedBatch(t, plain(ts), put(fmt.Sprintf("stay%d", i), "x")), 1)
 			}
 			l.SetHighWatermark(l.LogEndOffset())
-			before, _ := readAll(t, l)
-			if _, err := cleanOnce(t, l, clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			after, _ := readAll(t, l)
+			before, after := cleanAndRead(t, l, clock.Now())
 			expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
 			tombs := func(rs []readRec) int {
 				n := 0
@@ -162,11 +154,7 @@ func TestCleanerTombstonesAfterDeleteRetention(t *testing.T) {
 				mustAppend(t, l, keyedBatch(t, plain(ts), put(fmt.Sprintf("new%d", i), "y")), 1)
 			}
 			l.SetHighWatermark(l.LogEndOffset())
-			before2, _ := readAll(t, l)
-			if _, err := cleanOnce(t, l, clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			after2, _ := readAll(t, l)
+			before2, after2 := cleanAndRead(t, l, clock.Now())
 			got := tombs(after2)
 			if tc.removed && got != 0 {
 				t.Fatalf("%d tombstones left after delete.retention.ms passed", got)
@@ -206,11 +194,7 @@ func TestCleanerCompactionLags(t *testing.T) {
 	if ltc, _ = cleanableOffsets(l, clock.Now()); !ltc.needNow {
 		t.Fatal("not due although the dirty records are older than max.compaction.lag.ms")
 	}
-	before, _ := readAll(t, l)
-	if _, err := cleanOnce(t, l, clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := readAll(t, l)
+	before, after := cleanAndRead(t, l, clock.Now())
 	expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
 }
 
@@ -227,11 +211,7 @@ func TestCleanerCompressedBatches(t *testing.T) {
 					put("hot", fmt.Sprintf("v%d", i)), put(fmt.Sprintf("cold%d", i), "c"), put("hot2", "w")), 1)
 			}
 			l.SetHighWatermark(l.LogEndOffset())
-			before, _ := readAll(t, l)
-			if _, err := cleanOnce(t, l, clock.Now()); err != nil {
-				t.Fatal(err)
-			}
-			after, _ := readAll(t, l)
+			before, after := cleanAndRead(t, l, clock.Now())
 			expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
 			for _, r := range after {
 				if r.codec != codec {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // cleanerThread holds one thread's offset map and buffers.
@@ -257,12 +256,8 @@ func (t *cleanerThread) mapSegment(s *segment, startPos, size, firstDirty int64,
 			return nil
 		}
 		if !h.IsControl() {
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(b); err != nil {
-				return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
-			}
 			var err error
-			if t.recs, err = batchRecords(&rb, t.recs); err != nil {
+			if _, t.recs, err = decodeBatchInto(b, t.recs); err != nil {
 				return err
 			}
 			for _, r := range t.recs {
@@ -341,12 +336,9 @@ func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, size
 				// no transactions in isrbroker: markers are kept as they are
 				return write(b, h)
 			}
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(b); err != nil {
-				return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
-			}
-			var err error
-			if t.recs, err = batchRecords(&rb, t.recs); err != nil {
+			rb, recs, err := decodeBatchInto(b, t.recs)
+			t.recs = recs
+			if err != nil {
 				return err
 			}
 			t.keep = t.keep[:0]

@@ -135,13 +135,7 @@ func (m *Manager) crash() {
 	logs := m.logs
 	m.mu.Unlock()
 	for _, l := range logs {
-		l.flusher.wg.Wait()
-		l.flushMu.Lock()
-		l.mu.Lock()
-		l.closed = true
-		l.segs.closeFiles()
-		l.mu.Unlock()
-		l.flushMu.Unlock()
+		crashLog(l)
 	}
 }
 

@@ -77,11 +77,16 @@ type batchRecord struct {
 // its header and records, decompressing them when the batch is compressed. The records
 // alias b or a fresh decompression buffer; they are valid until b is reused.
 func decodeBatch(b []byte) (kmsg.RecordBatch, []batchRecord, error) {
+	return decodeBatchInto(b, nil)
+}
+
+// decodeBatchInto is decodeBatch with the records decoded into dst (reused).
+func decodeBatchInto(b []byte, dst []batchRecord) (kmsg.RecordBatch, []batchRecord, error) {
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(b); err != nil {
 		return rb, nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
-	recs, err := batchRecords(&rb, nil)
+	recs, err := batchRecords(&rb, dst)
 	return rb, recs, err
 }
 
@@ -136,12 +141,8 @@ func checkKeys(records []byte, hs []BatchHeader) error {
 		if h.IsControl() {
 			continue
 		}
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(b); err != nil {
-			return fmt.Errorf("batch %d: %w: %v", i, ErrCorruptMessage, err)
-		}
 		var err error
-		if recs, err = batchRecords(&rb, recs); err != nil {
+		if _, recs, err = decodeBatchInto(b, recs); err != nil {
 			return fmt.Errorf("batch %d: %w", i, err)
 		}
 		for _, r := range recs {

@@ -41,6 +41,13 @@ func (c *controllerRequests) checkControllerLocked(controllerEpoch int32, broker
 	return 0
 }
 
+// checkController applies the fences of checkControllerLocked under ReplicaManager.mu.
+func (c *controllerRequests) checkController(controllerEpoch int32, brokerEpoch int64) int16 {
+	c.rm.mu.Lock()
+	defer c.rm.mu.Unlock()
+	return c.checkControllerLocked(controllerEpoch, brokerEpoch)
+}
+
 // CheckControllerEpoch validates an UpdateMetadata's epochs, caching a newer controller epoch.
 func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch int32, brokerEpoch int64) int16 {
 	c.rm.mu.Lock()
@@ -59,9 +66,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	c.stateChangeLock.Lock()
 	defer c.stateChangeLock.Unlock()
 	res := LeaderAndIsrResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
-	c.rm.mu.Lock()
-	code := c.checkControllerLocked(req.ControllerEpoch, req.BrokerEpoch)
-	c.rm.mu.Unlock()
+	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	log := c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
 		log.Warn("rejecting LeaderAndIsr from a stale controller")
@@ -110,11 +115,7 @@ func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time)
 	if len(states) == 0 {
 		return
 	}
-	tps := make([]TopicPartition, len(states))
-	for i, st := range states {
-		tps[i] = st.TopicPartition
-	}
-	c.rm.fetcher.RemoveFetcherForPartitions(tps)
+	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
 	for _, st := range states {
 		p := c.rm.getPartition(st.TopicPartition)
 		p.makeLeader(st, now)
@@ -150,10 +151,7 @@ func (c *controllerRequests) makeFollowers(states []PartitionState, liveLeaders 
 	if len(changed) == 0 {
 		return
 	}
-	tps := make([]TopicPartition, len(changed))
-	for i, st := range changed {
-		tps[i] = st.TopicPartition
-	}
+	tps := partitionsOf(changed)
 	// S14.3: stop the old fetchers first so nothing more is appended.
 	c.rm.fetcher.RemoveFetcherForPartitions(tps)
 	// S14.5: complete delayed produce and fetch requests for these partitions.
@@ -179,9 +177,7 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	c.stateChangeLock.Lock()
 	defer c.stateChangeLock.Unlock()
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
-	c.rm.mu.Lock()
-	code := c.checkControllerLocked(req.ControllerEpoch, req.BrokerEpoch)
-	c.rm.mu.Unlock()
+	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
 		c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
 		res.ErrorCode = code

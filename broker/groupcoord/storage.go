@@ -26,32 +26,27 @@ func (gm *groupMetadataManager) appendToOffsetsPartition(p int32, batch []byte, 
 
 // storeGroupError maps a log append error of group metadata as GroupMetadataManager.storeGroup.
 func storeGroupError(code int16) int16 {
-	switch code {
-	case errNone:
-		return errNone
-	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code:
-		return errCoordinatorNotAvailable
-	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
-		return errNotCoordinator
-	case kerr.RequestTimedOut.Code:
+	if code == kerr.RequestTimedOut.Code {
 		return errRebalanceInProgress
-	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
-		return errUnknownServer
 	}
-	return code
+	return appendError(code, errUnknownServer)
 }
 
 // storeOffsetsError maps a log append error of offset commits as GroupMetadataManager.storeOffsets.
 func storeOffsetsError(code int16) int16 {
+	return appendError(code, errInvalidCommitOffsetSize)
+}
+
+// appendError is the mapping storeGroup and storeOffsets share; a batch too large for the log
+// becomes tooLarge.
+func appendError(code, tooLarge int16) int16 {
 	switch code {
-	case errNone:
-		return errNone
 	case kerr.UnknownTopicOrPartition.Code, kerr.NotEnoughReplicas.Code, kerr.NotEnoughReplicasAfterAppend.Code:
 		return errCoordinatorNotAvailable
 	case kerr.NotLeaderForPartition.Code, kerr.KafkaStorageError.Code:
 		return errNotCoordinator
 	case kerr.MessageTooLarge.Code, kerr.RecordListTooLarge.Code, kerr.InvalidFetchSize.Code:
-		return errInvalidCommitOffsetSize
+		return tooLarge
 	}
 	return code
 }

@@ -3,7 +3,6 @@ package clients
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -73,28 +72,9 @@ func midStream(t *testing.T, topic, group string, lateCommits bool, start func(t
 	}()
 	defer func() { pcancel(); pwg.Wait() }()
 
-	progress := func(n int, what string) {
-		t.Helper()
-		from := j.ProcessedCount()
-		cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
-			got := j.ProcessedCount() - from
-			return got >= n, fmt.Sprintf("%s: %d records processed since, want %d", what, got, n)
-		})
-	}
-	m1 := start(t, c, j, "m1")
-	progress(500, "m1 alone")
-	m2 := start(t, c, j, "m2")
-	c.WaitGroupStable(group, topic, partitions, 2, 90*time.Second)
-	progress(500, "after m2 joined")
-	m3 := start(t, c, j, "m3")
-	c.WaitGroupStable(group, topic, partitions, 3, 90*time.Second)
-	progress(500, "after m3 joined")
-	m1.stop()
-	c.WaitGroupStable(group, topic, partitions, 2, 90*time.Second)
-	progress(500, "after m1 left")
-	m2.stop()
-	c.WaitGroupStable(group, topic, partitions, 1, 90*time.Second)
-	progress(500, "after m2 left")
+	stopM3 := c.JoinLeaveMidStream(j, group, topic, partitions, 90*time.Second, func(name string) func() {
+		return start(t, c, j, name).stop
+	})
 
 	pcancel()
 	pwg.Wait()
@@ -106,7 +86,7 @@ func midStream(t *testing.T, topic, group string, lateCommits bool, start func(t
 	}
 	ends := log.Ends(partitions)
 	c.WaitCommitted(group, topic, ends, 90*time.Second)
-	m3.stop()
+	stopM3()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	final, err := c.CommittedOffsets(ctx, group, topic)

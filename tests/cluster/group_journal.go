@@ -121,6 +121,39 @@ func (c *Cluster) WaitGroupStable(group, topic string, partitions int32, members
 	return d
 }
 
+// JoinLeaveMidStream runs issue 10 item 2's joins and leaves while a producer writes: m1
+// alone, m2 joins, m3 joins, m1 leaves, m2 leaves. After each change it waits (up to timeout)
+// for the group to be Stable with that many members over topic's partitions, and for 500 more
+// records processed (j's count). start starts the member called name and returns what stops
+// it; JoinLeaveMidStream returns m3's stop, m3 being the member left in the group.
+func (c *Cluster) JoinLeaveMidStream(j *GroupJournal, group, topic string, partitions int32, timeout time.Duration, start func(name string) (stop func())) (stopLast func()) {
+	c.t.Helper()
+	progress := func(what string) {
+		c.t.Helper()
+		const n = 500
+		from := j.ProcessedCount()
+		WaitFor(c.t, timeout, func() (bool, string) {
+			got := j.ProcessedCount() - from
+			return got >= n, fmt.Sprintf("%s: %d records processed since, want %d", what, got, n)
+		})
+	}
+	stop1 := start("m1")
+	progress("m1 alone")
+	stop2 := start("m2")
+	c.WaitGroupStable(group, topic, partitions, 2, timeout)
+	progress("after m2 joined")
+	stop3 := start("m3")
+	c.WaitGroupStable(group, topic, partitions, 3, timeout)
+	progress("after m3 joined")
+	stop1()
+	c.WaitGroupStable(group, topic, partitions, 2, timeout)
+	progress("after m1 left")
+	stop2()
+	c.WaitGroupStable(group, topic, partitions, 1, timeout)
+	progress("after m2 left")
+	return stop3
+}
+
 // CommittedOffsets fetches group's committed offsets for topic (OffsetFetch through kadm);
 // partitions without a commit are absent.
 func (c *Cluster) CommittedOffsets(ctx context.Context, group, topic string) (map[int32]int64, error) {
@@ -260,6 +293,21 @@ func (j *GroupJournal) Commits() []GroupCommit {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return append([]GroupCommit(nil), j.commits...)
+}
+
+// MemberCommitsSince counts the commits acknowledged to members (not the watcher's reads)
+// after from, and returns the earliest acknowledgement time among them.
+func (j *GroupJournal) MemberCommitsSince(from time.Time) (int, time.Time) {
+	n, first := 0, time.Time{}
+	for _, cm := range j.Commits() {
+		if cm.Member != Observer && cm.At.After(from) {
+			n++
+			if first.IsZero() || cm.At.Before(first) {
+				first = cm.At
+			}
+		}
+	}
+	return n, first
 }
 
 // WatchCommits polls group's committed offsets for topic with OffsetFetch every interval

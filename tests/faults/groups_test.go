@@ -113,21 +113,9 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	m1 := startGroupMember(t, s.c, j, "m1", group, s.topic)
 	m2 := startGroupMember(t, s.c, j, "m2", group, s.topic)
 	s.c.WaitGroupStable(group, s.topic, topicPartitions, 2, waitLong)
-	memberCommits := func(from time.Time) (int, time.Time) {
-		n, first := 0, time.Time{}
-		for _, cm := range j.Commits() {
-			if cm.Member != cluster.Observer && cm.At.After(from) {
-				n++
-				if first.IsZero() || cm.At.Before(first) {
-					first = cm.At
-				}
-			}
-		}
-		return n, first
-	}
 	started := time.Now()
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
-		n, _ := memberCommits(started)
+		n, _ := j.MemberCommitsSince(started)
 		return n >= 20, fmt.Sprintf("%d commits acknowledged, want 20 before the fault", n)
 	})
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
@@ -154,7 +142,7 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	})
 	var firstCommit time.Time
 	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		n, first := memberCommits(s.faultAt)
+		n, first := j.MemberCommitsSince(s.faultAt)
 		firstCommit = first
 		return n >= 12, fmt.Sprintf("%d commits acknowledged since the kill", n)
 	})

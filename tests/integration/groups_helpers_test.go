@@ -86,6 +86,49 @@ func (pr *produced) ends(partitions int32) map[int32]int64 { return pr.Ends(part
 
 func (pr *produced) snapshot() map[int32][]string { return pr.Values() }
 
+// startCommittingPair is the start of the coordinator-failure tests: three brokers with
+// session as zookeeper.session.timeout.ms, topic with partitions written by an acknowledging
+// producer, and franz-go members m1 and m2 of group (that session timeout, heartbeats every
+// 500 ms) journaling into j, which a watcher reads with OffsetFetch every 100 ms until the test
+// ends. It returns once the group is Stable and the members have committed 20 times.
+func startCommittingPair(t *testing.T, session time.Duration, topic, group string, partitions int32, what string) (*cluster.Cluster, *cluster.GroupJournal, *ackProducer, *kgoMember, *kgoMember) {
+	t.Helper()
+	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
+	c.CreateTopic(topic, partitions, 3)
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
+	t.Cleanup(func() { wcancel(); <-watched })
+	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
+		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
+	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
+	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
+	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, what)
+	return c, j, p, m1, m2
+}
+
+// drainCommits ends a run of a group under an acknowledging producer: it stops p, waits until
+// group has committed the end of every partition that p had acknowledged, stops the members
+// (stopMembers) and returns what p acknowledged with the final commits (OffsetFetch), for
+// checkJournal.
+func drainCommits(t *testing.T, c *cluster.Cluster, p *ackProducer, group, topic string, partitions int32, stopMembers func()) (*produced, map[int32]int64) {
+	t.Helper()
+	acks, _ := p.stop(t)
+	pr := newProduced()
+	pr.addAcked(t, acks)
+	c.WaitCommitted(group, topic, pr.ends(partitions), 60*time.Second)
+	stopMembers()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	final, err := c.CommittedOffsets(ctx, group, topic)
+	if err != nil {
+		t.Fatalf("final OffsetFetch: %v", err)
+	}
+	return pr, final
+}
+
 // checkJournal runs the journal's checks and fails the test on any finding.
 func checkJournal(t *testing.T, j *cluster.GroupJournal, pr *produced, final map[int32]int64) cluster.GroupCheck {
 	t.Helper()
@@ -326,28 +369,13 @@ func partitionSet(lines []kcatLine) map[int32]bool {
 	return s
 }
 
-// memberCommitsSince counts the commits acknowledged to members (not the watcher's reads)
-// after from, and returns the earliest acknowledgement time among them.
-func memberCommitsSince(j *cluster.GroupJournal, from time.Time) (int, time.Time) {
-	n, first := 0, time.Time{}
-	for _, cm := range j.Commits() {
-		if cm.Member != cluster.Observer && cm.At.After(from) {
-			n++
-			if first.IsZero() || cm.At.Before(first) {
-				first = cm.At
-			}
-		}
-	}
-	return n, first
-}
-
 // waitMemberCommits waits until n commits were acknowledged to members after from and returns
 // the earliest acknowledgement time among them.
 func waitMemberCommits(t *testing.T, j *cluster.GroupJournal, from time.Time, n int, timeout time.Duration, what string) time.Time {
 	t.Helper()
 	var first time.Time
 	cluster.WaitFor(t, timeout, func() (bool, string) {
-		got, f := memberCommitsSince(j, from)
+		got, f := j.MemberCommitsSince(from)
 		first = f
 		return got >= n, fmt.Sprintf("%s: %d commits acknowledged to members, want %d", what, got, n)
 	})

@@ -167,41 +167,14 @@ func runKgoMidStream(t *testing.T, c *cluster.Cluster, topic, group string, opts
 
 	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
 		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
-	progress := func(n int, what string) {
-		t.Helper()
-		from := j.ProcessedCount()
-		cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-			got := j.ProcessedCount() - from
-			return got >= n, fmt.Sprintf("%s: %d records processed since, want %d", what, got, n)
-		})
-	}
-	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
-	progress(500, "m1 alone")
-	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
-	progress(500, "after m2 joined")
-	m3 := startKgoMember(t, c, j, "m3", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 3, 60*time.Second)
-	progress(500, "after m3 joined")
-	m1.stop()
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
-	progress(500, "after m1 left")
-	m2.stop()
-	c.WaitGroupStable(group, topic, partitions, 1, 60*time.Second)
-	progress(500, "after m2 left")
+	members := map[string]*kgoMember{}
+	stopM3 := c.JoinLeaveMidStream(j, group, topic, partitions, 60*time.Second, func(name string) func() {
+		members[name] = startKgoMember(t, c, j, name, group, topic, opts...)
+		return members[name].stop
+	})
+	m1, m2, m3 := members["m1"], members["m2"], members["m3"]
 
-	acks, _ := p.stop(t)
-	pr := newProduced()
-	pr.addAcked(t, acks)
-	ends := pr.ends(partitions)
-	c.WaitCommitted(group, topic, ends, 60*time.Second)
-	m3.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	final, err := c.CommittedOffsets(ctx, group, topic)
-	if err != nil {
-		t.Fatalf("final OffsetFetch: %v", err)
-	}
+	pr, final := drainCommits(t, c, p, group, topic, partitions, stopM3)
 	for _, m := range []*kgoMember{m1, m2, m3} {
 		t.Logf("%s processed partitions %v", m.name, j.ProcessedBy(m.name))
 		if _, lost, gerrs := m.events(); len(lost) > 0 || len(gerrs) > 0 {
@@ -574,20 +547,8 @@ func TestGroups_LagIsLogEndMinusCommitted(t *testing.T) {
 // matrix's checker.
 func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 	const session = 6 * time.Second
-	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
 	const topic, group, partitions = "failover-topic", "failover-grp", 6
-	c.CreateTopic(topic, partitions, 3)
-	j := cluster.NewGroupJournal()
-	wctx, wcancel := context.WithCancel(context.Background())
-	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
-	defer func() { wcancel(); <-watched }()
-	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
-		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
-	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
-	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
-	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
-	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the fault")
+	c, j, p, m1, m2 := startCommittingPair(t, session, topic, group, partitions, "before the fault")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -625,17 +586,7 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 		n := j.ProcessedCount() - progressFrom
 		return n >= 1000, fmt.Sprintf("%d records processed since broker %d restarted", n, coord)
 	})
-	acks, _ := p.stop(t)
-	pr := newProduced()
-	pr.addAcked(t, acks)
-	ends := pr.ends(partitions)
-	c.WaitCommitted(group, topic, ends, 60*time.Second)
-	m1.stop()
-	m2.stop()
-	final, err := c.CommittedOffsets(ctx, group, topic)
-	if err != nil {
-		t.Fatalf("final OffsetFetch: %v", err)
-	}
+	pr, final := drainCommits(t, c, p, group, topic, partitions, func() { m1.stop(); m2.stop() })
 	checkJournal(t, j, pr, final)
 }
 
@@ -647,20 +598,8 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 // commits made while it followed, would make commits go back or a member re-read below a commit.
 func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T) {
 	const session = 6 * time.Second
-	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: session, Overrides: groupOverrides(nil)})
 	const topic, group, partitions = "moves-topic", "moves-grp", 6
-	c.CreateTopic(topic, partitions, 3)
-	j := cluster.NewGroupJournal()
-	wctx, wcancel := context.WithCancel(context.Background())
-	watched := j.WatchCommits(wctx, c, group, topic, 100*time.Millisecond)
-	defer func() { wcancel(); <-watched }()
-	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
-		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
-	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
-	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
-	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
-	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the first kill")
+	c, j, p, m1, m2 := startCommittingPair(t, session, topic, group, partitions, "before the first kill")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -723,17 +662,7 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 	c.StartBroker(a)
 	c.WaitRegistered(a)
 
-	acks, _ := p.stop(t)
-	pr := newProduced()
-	pr.addAcked(t, acks)
-	ends := pr.ends(partitions)
-	c.WaitCommitted(group, topic, ends, 60*time.Second)
-	m1.stop()
-	m2.stop()
-	final, err := c.CommittedOffsets(ctx, group, topic)
-	if err != nil {
-		t.Fatalf("final OffsetFetch: %v", err)
-	}
+	pr, final := drainCommits(t, c, p, group, topic, partitions, func() { m1.stop(); m2.stop() })
 	checkJournal(t, j, pr, final)
 }
 
@@ -881,18 +810,11 @@ func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
 	c.StartBroker(coord)
 	c.WaitRegistered(coord)
 
-	acks, _ := p.stop(t)
-	pr := newProduced()
-	pr.addAcked(t, acks)
-	ends := pr.ends(partitions)
-	c.WaitCommitted(group, topic, ends, 60*time.Second)
-	for _, m := range []*kgoMember{m1, m2, m3} {
-		m.stop()
-	}
-	final, err := c.CommittedOffsets(ctx, group, topic)
-	if err != nil {
-		t.Fatalf("final OffsetFetch: %v", err)
-	}
+	pr, final := drainCommits(t, c, p, group, topic, partitions, func() {
+		for _, m := range []*kgoMember{m1, m2, m3} {
+			m.stop()
+		}
+	})
 	if len(j.ProcessedBy("m3")) == 0 {
 		t.Errorf("m3 never processed anything")
 	}

@@ -74,3 +74,30 @@ func TestK7_ShutdownClientRetriesUntilNothingRemains(t *testing.T) {
 		t.Fatal("acknowledged without a controller")
 	}
 }
+
+// TestK7_ShutdownClientSkipsAndStops: max.retries=0 skips the controlled shutdown without
+// dialling, and a cancelled context ends the backoff between attempts.
+func TestK7_ShutdownClientSkipsAndStops(t *testing.T) {
+	dials := 0
+	settings := ShutdownSettings{BrokerID: 5, Listener: "PLAINTEXT", MaxRetries: 0, RetryBackoff: time.Hour, Timeout: time.Second,
+		Dial: func(context.Context, string, string, time.Duration) (Requester, error) {
+			dials++
+			return nil, errors.New("refused")
+		}}
+	if ControlledShutdown(context.Background(), locator{1}, settings, testLog()) || dials != 0 {
+		t.Fatalf("max.retries=0 attempted a controlled shutdown (%d dials)", dials)
+	}
+	settings.MaxRetries = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan bool, 1)
+	go func() { done <- ControlledShutdown(ctx, locator{1}, settings, testLog()) }()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("cancelled shutdown reported success")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("backoff ignored the context")
+	}
+}

@@ -88,11 +88,7 @@ func (b *requestBatch) send() {
 		}
 	}
 	if len(b.umBrokers) > 0 {
-		var parts []TopicPartition
-		for tp := range b.umParts {
-			parts = append(parts, tp)
-		}
-		sorted.TPs(parts)
+		parts := sorted.TPKeys(b.umParts)
 		var all []TopicPartition
 		for _, id := range sorted.Keys(b.umBrokers) {
 			if ct.chans.senders[id] == nil {
@@ -125,18 +121,18 @@ func (b *requestBatch) send() {
 	}
 }
 
+// header is what every controller request carries: the controller's id and epoch, and the
+// epoch of the broker it goes to (a broker ignores a request for an older epoch of itself).
+func (b *requestBatch) header(broker int32) (controllerID, controllerEpoch int32, brokerEpoch int64) {
+	return b.ct.cfg.BrokerID, b.ct.ctx.epoch, b.ct.ctx.live[broker].Epoch
+}
+
 func (b *requestBatch) leaderAndIsrRequest(broker int32, parts map[TopicPartition]bool) kmsg.Request {
 	ct := b.ct
 	req := kmsg.NewPtrLeaderAndISRRequest()
 	req.Version = leaderAndIsrVersion
-	req.ControllerID = ct.cfg.BrokerID
-	req.ControllerEpoch = ct.ctx.epoch
-	req.BrokerEpoch = ct.ctx.live[broker].Epoch
-	tps := make([]TopicPartition, 0, len(parts))
-	for tp := range parts {
-		tps = append(tps, tp)
-	}
-	sorted.TPs(tps)
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = b.header(broker)
+	tps := sorted.TPKeys(parts)
 	leaders := map[int32]bool{}
 	topics := kproto.NewByTopic(&req.TopicStates, func(topic string) kmsg.LeaderAndISRRequestTopicState {
 		return kmsg.LeaderAndISRRequestTopicState{Topic: topic}
@@ -180,9 +176,7 @@ func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition)
 	ct := b.ct
 	req := kmsg.NewPtrUpdateMetadataRequest()
 	req.Version = updateMetadataVersion
-	req.ControllerID = ct.cfg.BrokerID
-	req.ControllerEpoch = ct.ctx.epoch
-	req.BrokerEpoch = ct.ctx.live[broker].Epoch
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = b.header(broker)
 	topics := kproto.NewByTopic(&req.TopicStates, func(topic string) kmsg.UpdateMetadataRequestTopicState {
 		return kmsg.UpdateMetadataRequestTopicState{Topic: topic}
 	})
@@ -231,12 +225,9 @@ func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition)
 }
 
 func (b *requestBatch) stopReplicaRequest(broker int32, tps []TopicPartition, del bool) kmsg.Request {
-	ct := b.ct
 	req := kmsg.NewPtrStopReplicaRequest()
 	req.Version = stopReplicaVersion
-	req.ControllerID = ct.cfg.BrokerID
-	req.ControllerEpoch = ct.ctx.epoch
-	req.BrokerEpoch = ct.ctx.live[broker].Epoch
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = b.header(broker)
 	req.DeletePartitions = del
 	sorted.TPs(tps)
 	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.StopReplicaRequestTopic {

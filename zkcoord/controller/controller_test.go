@@ -62,12 +62,7 @@ func TestS9_K3_ElectionFailoverAndFencing(t *testing.T) {
 // first replica, ISR = the live replicas, leader epoch 0), each broker gets one LeaderAndIsr
 // naming all its partitions with isNew, and the replicas are Online.
 func TestNewTopicBatchesOneRequestPerBroker(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 3; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, ct := newActiveHarness(t, 3)
 	h.until("senders idle", func() bool { return len(h.net.requests(1, false)) > 0 })
 	h.net.resetAll()
 	h.createTopic("t", map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}}, nil)
@@ -107,12 +102,7 @@ func TestNewTopicBatchesOneRequestPerBroker(t *testing.T) {
 // member the partition goes offline (leader -1, the ISR keeps a member) unless the topic
 // enables unclean election, which picks a live replica outside the ISR.
 func TestS9_K6_BrokerFailureElectsFromISR(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 3; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, ct := newActiveHarness(t, 3)
 	h.createTopic("clean", map[int32][]int32{0: {2, 3, 1}}, nil)
 	h.createTopic("dirty", map[int32][]int32{0: {2, 3}}, map[string]string{"unclean.leader.election.enable": "true"})
 	h.createTopic("strict", map[int32][]int32{0: {2, 3}}, nil)
@@ -175,12 +165,7 @@ func TestS9_K6_BrokerFailureElectsFromISR(t *testing.T) {
 // ineligible for deletion (znodes kept, replica ReplicaDeletionIneligible) until the broker
 // returns; then its live replicas get StopReplica(delete=true) and the znodes go away.
 func TestS22_TopicDeletionWaitsForOfflineReplica(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 3; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, ct := newActiveHarness(t, 3)
 	h.createTopic("doomed", map[int32][]int32{0: {2, 3}}, map[string]string{"retention.ms": "1000"})
 	h.until("online", func() bool { return h.state("doomed", 0) != nil })
 	h.kill(3)
@@ -236,12 +221,7 @@ func TestS22_TopicDeletionWaitsForOfflineReplica(t *testing.T) {
 // partition without another ISR member is reported as remaining; a stale broker epoch is
 // refused.
 func TestK7_ControlledShutdown(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 3; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, ct := newActiveHarness(t, 3)
 	h.createTopic("s", map[int32][]int32{0: {2, 3}, 1: {3, 2}, 2: {2}}, nil)
 	h.until("online", func() bool { return h.state("s", 2) != nil })
 	h.step()

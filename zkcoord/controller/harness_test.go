@@ -101,6 +101,18 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// newActiveHarness registers brokers 1..brokers and returns broker 1's controller once it
+// is active.
+func newActiveHarness(t *testing.T, brokers int32) (*harness, *Controller) {
+	h := newHarness(t)
+	for id := int32(1); id <= brokers; id++ {
+		h.register(id)
+	}
+	ct := h.startController(1)
+	h.until("active", ct.IsActive)
+	return h, ct
+}
+
 func testLog(t *testing.T) logrus.FieldLogger {
 	l := logrus.New()
 	l.SetLevel(logrus.WarnLevel)

@@ -13,12 +13,7 @@ import (
 // the ISR), then is deleted (StopReplica(delete=true), NonExistentReplica), the assignment
 // becomes RAR and the request znode is deleted.
 func TestReassignmentMovesReplicas(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 3; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, ct := newActiveHarness(t, 3)
 	h.createTopic("r", map[int32][]int32{0: {1, 2}}, nil)
 	h.until("online", func() bool { return h.state("r", 0) != nil })
 	h.net.resetAll()
@@ -76,12 +71,7 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 // preferred replica when it is live and in the ISR, leaves other partitions alone, and the
 // znode is deleted.
 func TestPreferredElectionRequest(t *testing.T) {
-	h := newHarness(t)
-	for id := int32(1); id <= 2; id++ {
-		h.register(id)
-	}
-	ct := h.startController(1)
-	h.until("active", ct.IsActive)
+	h, _ := newActiveHarness(t, 2)
 	h.createTopic("p", map[int32][]int32{0: {1, 2}, 1: {2, 1}}, nil)
 	h.until("online", func() bool { return h.state("p", 1) != nil })
 	// Partition 0 is led by 2 (as after a failure of 1); partition 1's preferred replica is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,6 +24,16 @@ type kafkaBackend struct {
 }
 
 func newKafkaBackend(c *cli.Context, bootstrap string) (*kafkaBackend, error) {
+	cl, err := dialKafka(bootstrap, c.Duration("timeout"), "isrbroker-topics")
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaBackend{c: c, addr: bootstrap, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+// dialKafka makes the client of a --bootstrap-server backend: the comma-separated seed
+// brokers, with timeout as its retry timeout and request timeout overhead.
+func dialKafka(bootstrap string, timeout time.Duration, clientID string) (*kgo.Client, error) {
 	var seeds []string
 	for _, s := range strings.Split(bootstrap, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -32,13 +43,12 @@ func newKafkaBackend(c *cli.Context, bootstrap string) (*kafkaBackend, error) {
 	if len(seeds) == 0 {
 		return nil, failf("--bootstrap-server %q names no broker", bootstrap)
 	}
-	timeout := c.Duration("timeout")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(timeout),
-		kgo.RequestTimeoutOverhead(timeout), kgo.ClientID("isrbroker-topics"))
+		kgo.RequestTimeoutOverhead(timeout), kgo.ClientID(clientID))
 	if err != nil {
 		return nil, failf("invalid --bootstrap-server %q: %s", bootstrap, oneLine(err.Error()))
 	}
-	return &kafkaBackend{c: c, addr: bootstrap, cl: cl, adm: kadm.NewClient(cl)}, nil
+	return cl, nil
 }
 
 func (b *kafkaBackend) close() { b.cl.Close() }

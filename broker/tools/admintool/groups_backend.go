@@ -93,19 +93,9 @@ type kafkaGroupsBackend struct {
 }
 
 func dialGroupsBackend(bootstrap string, timeout time.Duration) (groupsBackend, error) {
-	var seeds []string
-	for _, s := range strings.Split(bootstrap, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			seeds = append(seeds, s)
-		}
-	}
-	if len(seeds) == 0 {
-		return nil, failf("--bootstrap-server %q names no broker", bootstrap)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(timeout),
-		kgo.RequestTimeoutOverhead(timeout), kgo.ClientID("isrbroker-consumer-groups"))
+	cl, err := dialKafka(bootstrap, timeout, "isrbroker-consumer-groups")
 	if err != nil {
-		return nil, failf("invalid --bootstrap-server %q: %s", bootstrap, oneLine(err.Error()))
+		return nil, err
 	}
 	return &kafkaGroupsBackend{addr: bootstrap, timeout: timeout, cl: cl, adm: kadm.NewClient(cl)}, nil
 }
