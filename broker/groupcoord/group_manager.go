@@ -6,7 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/fetcher"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // groupMetadataManager is Kafka's GroupMetadataManager: the cache of the groups whose
@@ -110,13 +110,7 @@ func (gm *groupMetadataManager) partitionFor(groupID string) int32 {
 }
 
 func partitionFor(groupID string, n int32) int32 {
-	h := fetcher.JavaStringHashCode(groupID)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
+	return kproto.JavaAbs(kproto.JavaStringHashCode(groupID)) % n
 }
 
 // partitionState reports whether this broker owns offsets partition p (its groups are served)
