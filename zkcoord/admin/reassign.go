@@ -127,45 +127,6 @@ func (adm *Admin) StartReassignment(ctx context.Context, parts []PartitionReassi
 	return nil
 }
 
-// alterConfig applies edit to the config znode at path (created when missing) with a
-// compare-and-set, then writes a /config/changes/config_change_ notification naming entity
-// ("topics/<t>" or "brokers/<id>"), like Kafka's AdminZkClient.changeConfigs. Nothing is
-// written when edit leaves the config unchanged.
-func (adm *Admin) alterConfig(path, entity string, edit func(map[string]string)) error {
-	for attempt := 0; attempt < 10; attempt++ {
-		data, st, err := adm.conn.Get(path)
-		exists := err == nil
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		cfg := map[string]string{}
-		if exists {
-			if cfg, err = zkdata.DecodeConfig(data); err != nil {
-				return err
-			}
-		}
-		before := fmt.Sprint(cfg)
-		edit(cfg)
-		if fmt.Sprint(cfg) == before {
-			return nil
-		}
-		if exists {
-			_, err = adm.conn.Set(path, zkdata.EncodeConfig(cfg), st.Version)
-		} else {
-			_, err = adm.conn.Create(path, zkdata.EncodeConfig(cfg), 0)
-		}
-		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		_, err = adm.conn.Create(zkdata.ConfigChangeSequential, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
-		return err
-	}
-	return fmt.Errorf("zkcoord: %s keeps changing", path)
-}
-
 // FormatThrottledReplicas renders Kafka's throttled replica list "p:b,p:b" (sorted).
 func FormatThrottledReplicas(m map[int32][]int32) string {
 	var s []string
