@@ -392,6 +392,7 @@ func (c *Coordinator) StartController() {
 		Log:                                c.log,
 	})
 	c.ctl.Start()
+	c.watchUncleanEnable(c.ctl)
 }
 
 // IsController reports whether this broker is the active controller.

@@ -193,6 +193,9 @@ func (ct *Controller) handle(ev event) {
 	case evControlledShutdown:
 		shutdownHandler{ct}.onRequest(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
 		return
+	case evElectLeaders:
+		ct.onElectLeaders(ev.elect) // answers NOT_CONTROLLER itself when inactive
+		return
 	}
 	if !ct.active.Load() {
 		return
@@ -217,6 +220,8 @@ func (ct *Controller) handle(ev event) {
 		err = ct.preferred.process()
 	case evAutoRebalance:
 		err = ct.preferred.processAutoRebalance(ev.epoch)
+	case evUncleanEnable:
+		err = ct.processUncleanEnable(ev.topic)
 	}
 	ct.handleErr(err)
 }

@@ -19,12 +19,15 @@ const (
 	evReassignPartitions                  // /admin/reassign_partitions exists watch (PartitionReassignment)
 	evReassignIsrChange                   // state znode of a reassigning partition (PartitionReassignmentIsrChange)
 	evShutdown                            // Close
+	evElectLeaders                        // an ElectLeaders request (ReplicaLeaderElection(AdminClientTriggered), KIP-460)
+	evUncleanEnable                       // unclean.leader.election.enable turned on (TopicUncleanLeaderElectionEnable)
 )
 
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
 	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
-	"PartitionReassignment", "PartitionReassignmentIsrChange", "Shutdown"}
+	"PartitionReassignment", "PartitionReassignmentIsrChange", "Shutdown",
+	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable"}
 
 func (k evKind) String() string {
 	if int(k) < len(evNames) {
@@ -42,4 +45,5 @@ type event struct {
 	epoch int32
 
 	shutdown *shutdownReq // evControlledShutdown
+	elect    *electReq    // evElectLeaders
 }

@@ -270,7 +270,8 @@ func (m *partitionStateMachine) elect(tps []TopicPartition, b *requestBatch, str
 				WithField("isr", next.isr).WithField("leaderEpoch", next.leaderEpoch)
 			if unclean {
 				ct.mUnclean.Mark(1)
-				l.Warn("unclean leader election: a replica outside the ISR became leader; data loss is possible")
+				l.WithField("previousLeader", cur.leader).WithField("previousIsr", cur.isr).
+					Warn("unclean leader election: a replica outside the ISR became leader; data loss is possible")
 			} else if next.leader == noLeader {
 				l.Warn("partition offline: no live in-sync replica")
 			} else {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
@@ -307,18 +306,13 @@ func (z *controllerZk) controllerID() int32 {
 }
 
 // uncleanAllowed is unclean.leader.election.enable for topic: its /config/topics override,
-// else the broker default (K6).
+// else this broker's dynamic or static default (K6, dynamicUncleanDefault). Read from
+// ZooKeeper at every election, so a config turned on dynamically is seen at once.
 func (z *controllerZk) uncleanAllowed(topic string) bool {
 	if zkdata.ValidTopicName(topic) {
-		if data, _, err := z.ct.conn.Get(zkdata.TopicConfigPath(topic)); err == nil {
-			if cfg, err := zkdata.DecodeConfig(data); err == nil {
-				if v, ok := cfg["unclean.leader.election.enable"]; ok {
-					if bv, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-						return bv
-					}
-				}
-			}
+		if v, ok := z.configBool(zkdata.TopicConfigPath(topic)); ok {
+			return v
 		}
 	}
-	return z.ct.cfg.UncleanLeaderElection
+	return z.dynamicUncleanDefault()
 }
