@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,11 +141,42 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 		t.Fatalf("assignment after the explicit growth: %v", a)
 	}
 
+	// `isrbroker topics --alter --partitions` through --bootstrap-server: automatic, then an
+	// explicit --replica-assignment listing every partition (kafka-topics.sh's format).
+	bs := "--bootstrap-server=" + strings.Join(c.BootstrapAddrs(), ",")
+	if out := adminOK(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "8"); !strings.Contains(out, "Adding partitions succeeded!") {
+		t.Fatalf("topics --alter: %q", out)
+	}
+	a, _ := c.TopicAssignment(topic)
+	var parts []string
+	for part := int32(0); part < 8; part++ {
+		parts = append(parts, joinInt32s(a[part], ":"))
+	}
+	parts = append(parts, joinInt32s([]int32{ctrl, others[1], others[0]}, ":"))
+	adminOK(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "9", "--replica-assignment", strings.Join(parts, ","))
+	if a, _ := c.TopicAssignment(topic); len(a) != 9 || fmt.Sprint(a[8]) != fmt.Sprint([]int32{ctrl, others[1], others[0]}) {
+		t.Fatalf("assignment after the tool's explicit growth: %v", a)
+	}
+	r := admin(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "4")
+	if r.ExitCode != 1 || !strings.Contains(r.Stderr, "INVALID_PARTITIONS") {
+		t.Fatalf("topics --alter shrinking: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	final, _ := c.TopicAssignment(topic)
+	waitFullISR(t, c, topic, final, failoverTimeout)
+
 	acks, fails := p.stop(t)
 	for _, f := range fails {
 		if !f.Stopping {
 			t.Errorf("produce seq %d failed: %v", f.Seq, f.Err)
 		}
 	}
-	checkPartitionLogs(t, readAll(t, c, topic, 7), acks)
+	checkPartitionLogs(t, readAll(t, c, topic, 9), acks)
+}
+
+func joinInt32s(ids []int32, sep string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprint(id)
+	}
+	return strings.Join(out, sep)
 }

@@ -116,9 +116,15 @@ func TestKIP460_ElectLeadersPreferred(t *testing.T) {
 		t.Fatalf("the refused request changed the state: %+v", st)
 	}
 
-	got := electLeaders(t, c, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 1: {}, 2: {}}}, topic)
-	if got[0] != nil || got[1] != nil || !errors.Is(got[2], kerr.ElectionNotNeeded) || len(got) != 3 {
+	got := electLeaders(t, c, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}, 2: {}}}, topic)
+	if got[0] != nil || !errors.Is(got[2], kerr.ElectionNotNeeded) || len(got) != 2 {
 		t.Fatalf("preferred election results %v", got)
+	}
+	// The tool through --bootstrap-server (kafka-leader-election.sh's output).
+	bs := "--bootstrap-server=" + strings.Join(c.BootstrapAddrs(), ",")
+	out := adminOK(t, "leader-election", bs, "--election-type", "preferred", "--topic", topic, "--partition", "1")
+	if out != "Successfully completed leader election (PREFERRED) for partitions "+topic+"-1\n" {
+		t.Fatalf("leader-election output %q", out)
 	}
 	for _, p := range []int32{0, 1} {
 		st, _ := c.PartitionState(topic, p)
@@ -158,7 +164,7 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 		Overrides: map[string]string{"replica.lag.time.max.ms": fmt.Sprint(lag.Milliseconds()), "auto.leader.rebalance.enable": "false"}})
 	ctrl, others := nonControllers(t, c)
 	leader, follower := others[0], others[1]
-	topics := []string{"unclean-api", "unclean-config"}
+	topics := []string{"unclean-api", "unclean-config", "unclean-tool"}
 	for _, topic := range topics {
 		a := c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {leader, follower}}, nil)
 		waitFullISR(t, c, topic, a, failoverTimeout)
@@ -253,6 +259,23 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 		t.Fatalf("second unclean election: %v", got)
 	}
 
+	// The tool through --bootstrap-server on the third topic.
+	bs := "--bootstrap-server=" + strings.Join(c.BootstrapAddrs(), ",")
+	tool := []string{"leader-election", bs, "--topic", topics[2], "--partition", "0", "--election-type"}
+	r := admin(t, append(tool, "preferred")...)
+	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "Error completing leader election (PREFERRED) for partition: "+topics[2]+"-0: PREFERRED_LEADER_NOT_AVAILABLE") {
+		t.Fatalf("preferred election tool on an offline partition: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if out := adminOK(t, append(tool, "unclean")...); out != "Successfully completed leader election (UNCLEAN) for partitions "+topics[2]+"-0\n" {
+		t.Fatalf("unclean election tool: %q", out)
+	}
+	if out := adminOK(t, append(tool, "unclean")...); out != "Valid replica already elected for partitions "+topics[2]+"-0\n" {
+		t.Fatalf("second unclean election tool: %q", out)
+	}
+	if v := unclean(); v != 2 {
+		t.Fatalf("%s = %v after two unclean elections", uncleanElections, v)
+	}
+
 	// The config path: unclean.leader.election.enable=true for the second topic.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -271,7 +294,7 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 	t.Logf("%s online %v after the config change", topics[1], time.Since(changed).Round(time.Millisecond))
 	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
 		v := unclean()
-		return v == 2, fmt.Sprintf("%s = %v, want 2", uncleanElections, v)
+		return v == 3, fmt.Sprintf("%s = %v, want 3", uncleanElections, v)
 	})
 
 	out := c.Output(ctrl)

@@ -364,7 +364,6 @@ func TestUsageErrors(t *testing.T) {
 	mustFail(t, run("topics", "--list"), 1, "exactly one of --zookeeper or --bootstrap-server")
 	mustFail(t, run("topics", "--zookeeper", "z:1", "--create", "--topic", "t"), 1, "needs --partitions and --replication-factor")
 	mustFail(t, run("topics", "--zookeeper", "z:1", "--create", "--topic", "t", "--replica-assignment", "1,,2"), 1, `partition 1 has no replicas`)
-	mustFail(t, run("topics", "--bootstrap-server", "127.0.0.1:1", "--alter", "--topic", "t", "--partitions", "3"), 1, "brokers do not serve CreatePartitions")
 	mustFail(t, run("topics", "--zookeeper", "z:1", "--describe", "--config", "a=b"), 1, "--config is only valid with --create")
 	mustFail(t, run("cluster"), 1, "--zookeeper is required")
 }

@@ -203,6 +203,50 @@ func (b *kafkaBackend) delete(parent context.Context, name string) error {
 	return nil
 }
 
-func (b *kafkaBackend) addPartitions(context.Context, string, int32, map[int32][]int32) error {
-	return failf("--alter --partitions needs --zookeeper: the brokers do not serve CreatePartitions")
+// addPartitions sends CreatePartitions (routed to the controller by the client). Like
+// kafka-topics.sh, --replica-assignment lists every partition; the new ones (after the
+// current count from Metadata) are sent.
+func (b *kafkaBackend) addPartitions(parent context.Context, name string, n int32, assignment map[int32][]int32) error {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = int32(b.c.Duration("timeout").Milliseconds())
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = name, n
+	if assignment != nil {
+		if int32(len(assignment)) != n {
+			return failf("invalid --replica-assignment: it lists %d partitions, --partitions is %d", len(assignment), n)
+		}
+		md, err := b.metadata(parent, name)
+		if err != nil {
+			return err
+		}
+		td, ok := md.Topics[name]
+		if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			return failf("topic %q does not exist", name)
+		}
+		for p := int32(len(td.Partitions)); p < n; p++ {
+			ra := kmsg.NewCreatePartitionsRequestTopicAssignment()
+			ra.Replicas = assignment[p]
+			rt.Assignment = append(rt.Assignment, ra)
+		}
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := b.ctx(parent)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, b.cl)
+	if err != nil {
+		return b.reqErr(err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return failf("topic %q does not exist", name)
+			}
+			msg := oneLine(err.Error())
+			if t.ErrorMessage != nil && *t.ErrorMessage != "" {
+				msg += ": " + oneLine(*t.ErrorMessage)
+			}
+			return failf("cannot add partitions to topic %q: %s", name, msg)
+		}
+	}
+	return nil
 }

@@ -33,8 +33,14 @@ Exactly one of --topic with --partition, --all-topic-partitions or --path-to-jso
 selects the partitions. The JSON file has Kafka's format:
   {"partitions": [{"topic": "orders", "partition": 0}, {"topic": "orders", "partition": 1}]}
 
+With --bootstrap-server instead of --zookeeper the election goes through the Kafka
+protocol (ElectLeaders, KIP-460) to the controller, which also serves
+--election-type unclean: a live replica outside the ISR is elected for partitions
+without a live leader (possible data loss), whatever unclean.leader.election.enable says.
+
 Examples:
   isrbroker leader-election --zookeeper localhost:2181 --election-type preferred --topic orders --partition 0
+  isrbroker leader-election --bootstrap-server localhost:9092 --election-type unclean --topic orders --partition 0
   isrbroker leader-election --zookeeper localhost:2181 --election-type preferred --all-topic-partitions
   isrbroker leader-election --zookeeper localhost:2181 --election-type preferred --path-to-json-file elect.json
 
@@ -50,7 +56,8 @@ within --timeout.`
 func electionCommand() *cli.Command {
 	flags := zkFlags()
 	flags = append(flags,
-		&cli.StringFlag{Name: "election-type", Usage: "type of election: preferred (the only one supported)"},
+		&cli.StringFlag{Name: "bootstrap-server", Usage: "Kafka brokers host:port[,host:port]: elect through ElectLeaders (KIP-460) instead of ZooKeeper"},
+		&cli.StringFlag{Name: "election-type", Usage: "type of election: preferred, or unclean (--bootstrap-server only)"},
 		&cli.StringFlag{Name: "topic", Usage: "topic of the partition to elect (with --partition)"},
 		&cli.IntFlag{Name: "partition", Usage: "partition to elect (with --topic)"},
 		&cli.BoolFlag{Name: "all-topic-partitions", Usage: "elect every partition of every topic"},
@@ -59,7 +66,7 @@ func electionCommand() *cli.Command {
 	)
 	return &cli.Command{
 		Name:        "leader-election",
-		Usage:       "elect the preferred replicas of partitions as leaders (through ZooKeeper)",
+		Usage:       "elect the preferred (or, with --bootstrap-server, any live) replicas of partitions as leaders",
 		Description: electionDescription,
 		Flags:       flags,
 		Action:      electionAction,
@@ -80,17 +87,20 @@ func electionAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return failf("unexpected argument %q (flags only; see isrbroker leader-election --help)", c.Args().First())
 	}
-	if strings.TrimSpace(c.String("zookeeper")) == "" {
-		return failf("--zookeeper is required")
+	useKafka := strings.TrimSpace(c.String("bootstrap-server")) != ""
+	if (strings.TrimSpace(c.String("zookeeper")) == "") == !useKafka {
+		return failf("exactly one of --zookeeper or --bootstrap-server is required")
 	}
 	switch et := strings.TrimSpace(c.String("election-type")); strings.ToLower(et) {
 	case "preferred":
 	case "":
-		return failf("--election-type is required (preferred)")
+		return failf("--election-type is required (preferred or unclean)")
 	case "unclean":
-		return failf("--election-type unclean is not supported (only preferred); enable unclean.leader.election.enable on the topic instead")
+		if !useKafka {
+			return failf("--election-type unclean needs --bootstrap-server (ElectLeaders); through ZooKeeper only preferred elections exist")
+		}
 	default:
-		return failf("invalid --election-type %q: want preferred", et)
+		return failf("invalid --election-type %q: want preferred or unclean", et)
 	}
 	modes := 0
 	for _, set := range []bool{c.IsSet("topic") || c.IsSet("partition"), c.Bool("all-topic-partitions"), c.IsSet("path-to-json-file")} {
@@ -116,6 +126,9 @@ func electionAction(c *cli.Context) error {
 		if fromFile, err = parseElectionJSON(data); err != nil {
 			return failf("invalid --path-to-json-file %s: %s", path, err)
 		}
+	}
+	if useKafka {
+		return electionKafka(c, fromFile)
 	}
 	coord, err := connectZK(c)
 	if err != nil {

@@ -41,10 +41,11 @@ func (e *env) state(topic string) zkcoord.PartitionState {
 
 func TestLeaderElectionUsageErrors(t *testing.T) {
 	z := "--zookeeper=127.0.0.1:1"
-	mustFail(t, run("leader-election", "--election-type", "preferred", "--all-topic-partitions"), 1, "--zookeeper is required")
+	mustFail(t, run("leader-election", "--election-type", "preferred", "--all-topic-partitions"), 1, "exactly one of --zookeeper or --bootstrap-server")
+	mustFail(t, run("leader-election", z, "--bootstrap-server=127.0.0.1:1", "--election-type", "preferred", "--all-topic-partitions"), 1, "exactly one of --zookeeper or --bootstrap-server")
 	mustFail(t, run("leader-election", z, "--all-topic-partitions"), 1, "--election-type is required")
 	mustFail(t, run("leader-election", z, "--election-type", "fancy", "--all-topic-partitions"), 1, `invalid --election-type "fancy"`)
-	mustFail(t, run("leader-election", z, "--election-type", "unclean", "--all-topic-partitions"), 1, "not supported")
+	mustFail(t, run("leader-election", z, "--election-type", "unclean", "--all-topic-partitions"), 1, "--election-type unclean needs --bootstrap-server")
 	mustFail(t, run("leader-election", z, "--election-type", "preferred"), 1, "exactly one of --topic with --partition")
 	mustFail(t, run("leader-election", z, "--election-type", "preferred", "--all-topic-partitions", "--topic", "t", "--partition", "0"), 1, "exactly one of")
 	mustFail(t, run("leader-election", z, "--election-type", "preferred", "--topic", "t"), 1, "--topic and --partition must be given together")

@@ -167,9 +167,6 @@ func topicsAction(c *cli.Context) error {
 		}
 		be = &zkBackend{c: c, coord: coord}
 	} else {
-		if verb == "alter" {
-			return failf("--alter --partitions needs --zookeeper: the brokers do not serve CreatePartitions")
-		}
 		kb, err := newKafkaBackend(c, bs)
 		if err != nil {
 			return err
