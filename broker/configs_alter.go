@@ -76,7 +76,9 @@ func (s *Server) alterConfigResource(typ kmsg.ConfigResourceType, name string, v
 			return rerr
 		}
 		cur, err = ca.BrokerEntityConfig(entity)
-		validate = func(cfg map[string]string) *configdef.ChangeError { return configdef.ValidateBrokerChange(cfg, perBroker) }
+		validate = func(cfg map[string]string) *configdef.ChangeError {
+			return configdef.ValidateBrokerChange(cfg, perBroker)
+		}
 		write = func(edit func(map[string]string)) error { return ca.AlterBrokerConfig(entity, edit) }
 	default:
 		return invalidRequest("AlterConfigs is only supported for topics and brokers, but resource type is " + typ.String())
