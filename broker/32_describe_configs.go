@@ -16,8 +16,7 @@ import (
 // DescribeConfigs: v0-4 (v4 flexible; Kafka 2.4 serves v0-2, v3 adds config_type and
 // documentation, both filled).
 //
-// Behavior (AdminManager.describeConfigs; rules restated in docs/kafka-facts.md,
-// "Describing configs"):
+// Behavior (AdminManager.describeConfigs; rules restated in docs/kafka-facts.md §11):
 //   - TOPIC: every Kafka 2.4.1 topic key (LogConfig), with the topic's value: its
 //     /config/topics override (source DYNAMIC_TOPIC_CONFIG), else what the broker config
 //     gives it (the source of the first broker synonym: DYNAMIC_BROKER_CONFIG,

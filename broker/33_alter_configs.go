@@ -8,7 +8,7 @@ import (
 
 // AlterConfigs: v0-1 (Kafka 2.4's range).
 //
-// Behavior (AdminManager.alterConfigs; docs/kafka-facts.md, "Changing configs"):
+// Behavior (AdminManager.alterConfigs; docs/kafka-facts.md §11):
 //   - The request's entries REPLACE the resource's whole dynamic config: a key not listed is
 //     removed from /config/topics/<t> or /config/brokers/<id|<default>>.
 //   - TOPIC: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION); an unknown key, an

@@ -10,7 +10,7 @@ import (
 
 // IncrementalAlterConfigs: v0-1 (v1 flexible; Kafka 2.4's range). KIP-339.
 //
-// Behavior (AdminManager.incrementalAlterConfigs; docs/kafka-facts.md, "Changing configs"):
+// Behavior (AdminManager.incrementalAlterConfigs; docs/kafka-facts.md §11):
 //   - Each resource's operations apply in order to its current dynamic config: SET sets a
 //     key, DELETE removes it, APPEND adds comma-separated entries to a list key, SUBTRACT
 //     removes one occurrence of each entry; APPEND/SUBTRACT of a key that is not a list →

@@ -11,7 +11,7 @@ import (
 )
 
 // The value, source and synonyms DescribeConfigs reports for each key, resolved as Kafka
-// 2.4.1's AdminManager does (docs/kafka-facts.md, "Describing configs"):
+// 2.4.1's AdminManager does (docs/kafka-facts.md §11):
 //
 //   - a broker key's synonyms are, in this order, its values in the per-broker dynamic config
 //     (DYNAMIC_BROKER_CONFIG), the cluster-default dynamic config (DYNAMIC_DEFAULT_BROKER_CONFIG),

@@ -41,8 +41,7 @@ func val(d describedConfig) string {
 	return *d.value
 }
 
-// The topic source and synonym rules of AdminManager (docs/kafka-facts.md, "Describing
-// configs"): override first, then broker synonyms by source, then defaults; values converted
+// The topic source and synonym rules of AdminManager (docs/kafka-facts.md §11): override first, then broker synonyms by source, then defaults; values converted
 // to the topic key's unit; synonyms before the described broker name dropped.
 func TestDescribeTopicSources(t *testing.T) {
 	cs := &configSources{

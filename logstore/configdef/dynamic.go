@@ -11,7 +11,7 @@ import (
 // Dynamic config changes (AlterConfigs, IncrementalAlterConfigs, `isrbroker configs --alter`):
 // the checks Kafka 2.4.1 applies to the complete new config of a topic (LogConfig.validate)
 // or of a broker entity (DynamicBrokerConfig.validateConfigs), and the value formatting and
-// broker synonyms DescribeConfigs reports (docs/kafka-facts.md, "Describing configs").
+// broker synonyms DescribeConfigs reports (docs/kafka-facts.md §11).
 
 // ChangeKind classifies a rejected config change by the Kafka error it maps to.
 type ChangeKind uint8
