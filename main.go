@@ -341,6 +341,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		// Clients wait for the controller's first UpdateMetadata (registration may first wait
 		// for a stale znode of this broker to expire, up to the session timeout).
 		ClientWaitForMetadata: cfg.ZookeeperSessionTimeout + 5*time.Second,
+		StaticConfig:          cfg.Props,
 		Registry:              reg,
 		Log:                   log,
 	}, b.rmgr, b.zk)

@@ -38,8 +38,11 @@ type Config struct {
 	// and known to the controller; without the wait a restarting broker would answer clients
 	// from an empty metadata cache (UNKNOWN_TOPIC_OR_PARTITION for every topic).
 	ClientWaitForMetadata time.Duration
-	Registry              metrics.Registry
-	Log                   logrus.FieldLogger
+	// StaticConfig is server.properties with --override (config.Config.Props), the
+	// STATIC_BROKER_CONFIG source of DescribeConfigs.
+	StaticConfig map[string]string
+	Registry     metrics.Registry
+	Log          logrus.FieldLogger
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.

@@ -132,6 +132,10 @@ type Config struct {
 	// source address; "" lets the kernel choose. The fault-injection harness gives each broker
 	// its own loopback address so iptables rules can cut one link between two brokers.
 	LocalAddress string `key:"isrbroker.local.address"`
+
+	// Props are the properties as given (file, then --override), Kafka's
+	// originalsFromThisConfig: DescribeConfigs reports them as STATIC_BROKER_CONFIG.
+	Props map[string]string
 }
 
 // NeverMs is Long.MaxValue, Kafka's "never" for the flush settings.

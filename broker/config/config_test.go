@@ -332,6 +332,11 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.LogCleanerDeleteRetentionMs = 13
 	want.LogCleanerBackoff = 14 * time.Millisecond
 	want.LogCleanerDedupeBufferSize = 2097152
+	// Props keeps the properties as given (DescribeConfigs' STATIC_BROKER_CONFIG).
+	if c.Props["broker.id"] != "1" || c.Props["log.cleaner.threads"] != "2" {
+		t.Fatalf("Props do not keep the given properties: %v", c.Props)
+	}
+	want.Props = c.Props
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("got  %+v\nwant %+v", *c, want)
 	}

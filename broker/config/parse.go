@@ -165,6 +165,10 @@ func Parse(props map[string]string) (*Config, []string, error) {
 		}
 		return nil, nil, err
 	}
+	c.Props = make(map[string]string, len(props))
+	for k, v := range props {
+		c.Props[k] = v
+	}
 	return c, warnings, nil
 }
 

@@ -101,7 +101,9 @@ func (b *kafkaBackend) describe(ctx context.Context, topics []string) ([]topicIn
 		live[br.NodeID] = true
 	}
 	// Topic configs need DescribeConfigs (key 32); without it the overrides are unknown
-	// and min.insync.replicas counts as 1.
+	// and min.insync.replicas counts as 1. Like Kafka 2.4's TopicCommand through the admin
+	// client, every config whose source is not DEFAULT_CONFIG is shown (topic overrides and
+	// broker-level settings), so min.insync.replicas is the topic's effective value.
 	configs := map[string]map[string]string{}
 	cctx, cancel := b.ctx(ctx)
 	rcs, cerr := b.adm.DescribeTopicConfigs(cctx, topics...)
@@ -113,7 +115,7 @@ func (b *kafkaBackend) describe(ctx context.Context, topics []string) ([]topicIn
 			}
 			cfg := map[string]string{}
 			for _, c := range rc.Configs {
-				if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				if c.Source != kmsg.ConfigSourceDefaultConfig && c.Value != nil {
 					cfg[c.Key] = *c.Value
 				}
 			}
