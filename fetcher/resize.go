@@ -5,7 +5,7 @@ import (
 )
 
 // ResizeThreadPool changes num.replica.fetchers at run time (KIP-226; Kafka 2.4's
-// AbstractFetcherManager.resizeThreadPool, docs/kafka-facts.md "Live configs"): every
+// AbstractFetcherManager.resizeThreadPool, docs/live-configs.md §3): every
 // partition is re-hashed to FetcherID(topic, partition, n) toward its leader and moves to that
 // fetcher with its fetch state unchanged (fetch offset, leader epoch, truncating or fetching),
 // fetchers with an id >= n stop, and fetchers left without partitions stop (S23). Kafka re-adds

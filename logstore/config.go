@@ -31,7 +31,7 @@ type Config struct {
 	MaxCompactionLagMs int64         // max.compaction.lag.ms / log.cleaner.max.compaction.lag.ms (Long.MaxValue); <= 0 means unlimited
 	DeleteRetentionMs  int64         // delete.retention.ms / log.cleaner.delete.retention.ms (86400000): tombstone lifetime after cleaning
 
-	// Timestamps (docs/kafka-facts.md, "Live configs and timestamps"). The zero values keep the
+	// Timestamps (docs/live-configs.md §4). The zero values keep the
 	// producer's timestamps unchecked (CreateTime, no difference limit).
 	TimestampType TimestampType // message.timestamp.type / log.message.timestamp.type (CreateTime)
 	// TimestampDiffLimited says whether TimestampDiffMaxMs applies: false for Kafka's default

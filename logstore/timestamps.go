@@ -6,8 +6,8 @@ import (
 	"hash/crc32"
 )
 
-// Record timestamps on the leader's append path (Kafka 2.4 LogValidator; docs/kafka-facts.md,
-// "Live configs and timestamps"). Only batch headers are read and written: no record is
+// Record timestamps on the leader's append path (Kafka 2.4 LogValidator; docs/live-configs.md
+// §4). Only batch headers are read and written: no record is
 // decoded, so the common path (CreateTime, no difference limit) costs one attribute test per
 // batch.
 

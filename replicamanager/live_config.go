@@ -12,7 +12,7 @@ import (
 	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
-// Live configuration (issue 12; docs/kafka-facts.md, "Live configs"). Every topic config and
+// Live configuration (issue 12; docs/live-configs.md §1–2). Every topic config and
 // every KIP-226 dynamic broker config that the replica manager or the log uses applies without
 // a restart. The DynamicConfigSource delivers each entity's complete config; the effective
 // config of a topic is, from the highest precedence down (Kafka 2.4's LogConfig over

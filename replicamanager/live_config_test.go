@@ -24,7 +24,7 @@ func (e *env) partitionCfg(t *testing.T) topicConfig {
 	return p.cfg
 }
 
-// Precedence (docs/kafka-facts.md, "Live configs"): topic override > /config/brokers/<id> >
+// Precedence (docs/live-configs.md §1–2): topic override > /config/brokers/<id> >
 // /config/brokers/<default> > server.properties; removing a level falls back to the next one,
 // at once, on a partition that exists.
 func TestLiveConfigPrecedence(t *testing.T) {

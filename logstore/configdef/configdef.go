@@ -96,7 +96,7 @@ const (
 	// with one warning naming Reason.
 	Unused
 	// Unsupported keys are Kafka settings whose non-default values isrbroker cannot honour and
-	// must not silently ignore (a bypassed authorizer, re-compression, LogAppendTime): the
+	// must not silently ignore (a bypassed authorizer, re-compression): the
 	// Kafka default is accepted with a warning, any other value is an error naming Reason.
 	Unsupported
 )
@@ -250,7 +250,7 @@ var liveBrokerKeys = map[string]bool{"num.replica.fetchers": true}
 // restart: every topic key (/config/topics), every dynamic-only broker key, and a dynamic
 // broker key that is the synonym of a used topic key (the broker level of a topic config:
 // log.retention.ms, log.segment.bytes, min.insync.replicas, ...) or is listed in
-// liveBrokerKeys. Precedence and behaviour: docs/kafka-facts.md, "Live configs".
+// liveBrokerKeys. Precedence and behaviour: docs/live-configs.md §1–2.
 func (k *Key) AppliesLive() bool {
 	if k.Status != Used {
 		return false

@@ -20,7 +20,7 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
-// Issue 12: every broker applies config changes live (docs/kafka-facts.md, "Live configs").
+// Issue 12: every broker applies config changes live (docs/live-configs.md §1–2).
 // Configs are written the way Kafka 2.4's `kafka-configs.sh --zookeeper` writes them: the
 // config znode, then a /config/changes notification (zkcoord/admin AlterTopicConfig,
 // AlterBrokerConfig). No broker restarts in these tests.
