@@ -196,6 +196,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 // LogConfig is the broker-wide log configuration (topic configs override it per topic).
 func LogConfig(cfg *config.Config) logstore.Config {
 	policy, _ := logstore.ParseCleanupPolicy(cfg.LogCleanupPolicy) // validated by broker/config
+	tsType, _ := logstore.ParseTimestampType(cfg.LogMessageTimestampType)
 	return logstore.Config{
 		SegmentBytes:          int64(cfg.LogSegmentBytes),
 		SegmentMs:             cfg.LogRoll(),
@@ -211,6 +212,9 @@ func LogConfig(cfg *config.Config) logstore.Config {
 		MinCompactionLagMs:    cfg.LogCleanerMinCompactionLagMs,
 		MaxCompactionLagMs:    cfg.LogCleanerMaxCompactionLagMs,
 		DeleteRetentionMs:     cfg.LogCleanerDeleteRetentionMs,
+		TimestampType:         tsType,
+		TimestampDiffMaxMs:    cfg.LogMessageTimestampDiffMaxMs,
+		TimestampDiffLimited:  cfg.LogMessageTimestampDiffMaxMs != config.NeverMs,
 	}
 }
 

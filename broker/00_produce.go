@@ -21,8 +21,11 @@ import (
 //     validator's CRC check; the batch is not decoded, S1).
 //   - The rest goes to the replica manager with timeout_ms; it answers NOT_LEADER_OR_FOLLOWER,
 //     UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS(_AFTER_APPEND) (K2),
-//     REQUEST_TIMED_OUT, and parks acks=-1 in the delayed-produce purgatory. The
-//     connection's reader does not wait for it; the response keeps its place in order.
+//     REQUEST_TIMED_OUT, INVALID_TIMESTAMP (message.timestamp.*, docs/live-configs.md §4),
+//     and parks acks=-1 in the delayed-produce purgatory. The connection's reader does not
+//     wait for it; the response keeps its place in order.
+//   - log_append_time is the leader's clock for a topic with message.timestamp.type
+//     LogAppendTime (the batches are stamped with it), else -1.
 //   - acks=0 gets no response; if any partition failed the connection is closed after
 //     earlier responses, as Kafka does, so the client notices.
 //

@@ -25,9 +25,10 @@ type Manager struct {
 	local Local
 	log   logrus.FieldLogger
 
-	mu       sync.Mutex
-	fetchers map[fetcherKey]*fetcherThread
-	closed   bool
+	mu          sync.Mutex
+	fetchers    map[fetcherKey]*fetcherThread
+	numFetchers int // num.replica.fetchers now (ResizeThreadPool)
+	closed      bool
 
 	failedMu sync.Mutex
 	failed   map[TopicPartition]struct{}
@@ -44,11 +45,12 @@ type Manager struct {
 func NewManager(cfg Config, local Local) *Manager {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		cfg:      cfg,
-		local:    local,
-		log:      cfg.Log.WithField("broker", cfg.BrokerID),
-		fetchers: make(map[fetcherKey]*fetcherThread),
-		failed:   make(map[TopicPartition]struct{}),
+		cfg:         cfg,
+		local:       local,
+		log:         cfg.Log.WithField("broker", cfg.BrokerID),
+		fetchers:    make(map[fetcherKey]*fetcherThread),
+		numFetchers: cfg.NumFetchers,
+		failed:      make(map[TopicPartition]struct{}),
 	}
 	m.bytesIn = metrics.GetOrRegisterMeter(MetricReplicationBytesInPerSec, cfg.Registry)
 	m.maxLag = metrics.NewFunctionalGauge(m.MaxLag)
@@ -90,21 +92,20 @@ func (m *Manager) AddFetcherForPartitions(parts map[TopicPartition]InitialFetchS
 		source BrokerEndPoint
 		parts  map[TopicPartition]InitialFetchState
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
 	groups := make(map[fetcherKey]*group)
 	for tp, init := range parts {
-		key := fetcherKey{leaderID: init.Leader.ID, fetcherID: FetcherID(tp.Topic, tp.Partition, m.cfg.NumFetchers)}
+		key := fetcherKey{leaderID: init.Leader.ID, fetcherID: FetcherID(tp.Topic, tp.Partition, m.numFetchers)}
 		g := groups[key]
 		if g == nil {
 			g = &group{source: init.Leader, parts: make(map[TopicPartition]InitialFetchState)}
 			groups[key] = g
 		}
 		g.parts[tp] = init
-	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return
 	}
 	// Clear failed marks first: a fetcher may fail a partition again as soon as it is added.
 	m.failedMu.Lock()

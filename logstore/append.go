@@ -28,6 +28,10 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("batch %d: %w", i, err)
 		}
 	}
+	nowMs := l.now().UnixMilli()
+	if err := validateTimestamps(records, hs, cfg, nowMs); err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+	}
 	if cfg.CleanupPolicy.Compact() {
 		// only compacted topics pay for decoding records (LogValidator.validateKey)
 		if err := checkKeys(records, hs); err != nil {
@@ -44,8 +48,17 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 		// a retried idempotent batch gets its original offsets and is not appended again
 		if pb, dup := l.producers.duplicate(records, hs[0]); dup {
 			l.log.WithFields(logrus.Fields{"baseOffset": pb.firstOffset}).Debug("duplicate idempotent batch")
-			return AppendInfo{FirstOffset: pb.firstOffset, LastOffset: pb.lastOffset, MaxTimestamp: pb.maxTimestamp, NumRecords: pb.records}, nil
+			info := AppendInfo{FirstOffset: pb.firstOffset, LastOffset: pb.lastOffset, MaxTimestamp: pb.maxTimestamp, NumRecords: pb.records, LogAppendTime: -1}
+			if cfg.TimestampType == LogAppendTime {
+				info.LogAppendTime = pb.maxTimestamp // Kafka: the original append's time
+			}
+			return info, nil
 		}
+	}
+	logAppendTime := int64(-1)
+	if cfg.TimestampType == LogAppendTime {
+		logAppendTime = nowMs
+		stampLogAppendTime(records, hs, nowMs)
 	}
 	next := l.leo
 	pos := 0
@@ -56,7 +69,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 		next += int64(hs[i].LastOffsetDelta) + 1
 		pos += hs[i].Size()
 	}
-	return l.appendLocked(records, hs)
+	info, err := l.appendLocked(records, hs)
+	info.LogAppendTime = logAppendTime
+	return info, err
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping the leader's offsets and

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -29,6 +30,42 @@ type Config struct {
 	MinCompactionLagMs int64         // min.compaction.lag.ms / log.cleaner.min.compaction.lag.ms (0)
 	MaxCompactionLagMs int64         // max.compaction.lag.ms / log.cleaner.max.compaction.lag.ms (Long.MaxValue); <= 0 means unlimited
 	DeleteRetentionMs  int64         // delete.retention.ms / log.cleaner.delete.retention.ms (86400000): tombstone lifetime after cleaning
+
+	// Timestamps (docs/live-configs.md §4). The zero values keep the
+	// producer's timestamps unchecked (CreateTime, no difference limit).
+	TimestampType TimestampType // message.timestamp.type / log.message.timestamp.type (CreateTime)
+	// TimestampDiffLimited says whether TimestampDiffMaxMs applies: false for Kafka's default
+	// Long.MaxValue (no check), so the common append path decodes nothing.
+	TimestampDiffLimited bool
+	TimestampDiffMaxMs   int64 // message.timestamp.difference.max.ms / log.message.timestamp.difference.max.ms
+}
+
+// TimestampType is message.timestamp.type: the producer's timestamps (CreateTime) or the
+// leader's clock at append (LogAppendTime).
+type TimestampType uint8
+
+const (
+	CreateTime    TimestampType = iota // keep the producer's timestamps
+	LogAppendTime                      // the leader stamps each batch with its clock
+)
+
+// String renders the type as Kafka names it.
+func (t TimestampType) String() string {
+	if t == LogAppendTime {
+		return "LogAppendTime"
+	}
+	return "CreateTime"
+}
+
+// ParseTimestampType reads "CreateTime" or "LogAppendTime" (case-sensitive, as Kafka's ValidString).
+func ParseTimestampType(s string) (TimestampType, bool) {
+	switch s {
+	case "CreateTime":
+		return CreateTime, true
+	case "LogAppendTime":
+		return LogAppendTime, true
+	}
+	return CreateTime, false
 }
 
 // CleanupPolicy is cleanup.policy: which of retention (delete) and compaction apply.
@@ -103,6 +140,8 @@ func DefaultConfig() Config {
 		MinCompactionLagMs:    configdef.IntDefault("log.cleaner.min.compaction.lag.ms", b),
 		MaxCompactionLagMs:    configdef.IntDefault("log.cleaner.max.compaction.lag.ms", b),
 		DeleteRetentionMs:     configdef.IntDefault("log.cleaner.delete.retention.ms", b),
+		TimestampType:         CreateTime, // log.message.timestamp.type
+		TimestampDiffMaxMs:    configdef.IntDefault("log.message.timestamp.difference.max.ms", b),
 	}
 }
 
@@ -136,6 +175,9 @@ func (c Config) sanitized() Config {
 	if c.DeleteRetentionMs < 0 {
 		c.DeleteRetentionMs = 0
 	}
+	if c.TimestampDiffMaxMs < 0 || c.TimestampDiffMaxMs == math.MaxInt64 {
+		c.TimestampDiffLimited = false
+	}
 	return c
 }
 
@@ -151,6 +193,10 @@ var (
 	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
 	// ErrUnexpectedOffset: a follower append whose first offset is not the LEO.
 	ErrUnexpectedOffset = errors.New("logstore: follower append does not start at the log end offset")
+	// ErrInvalidTimestamp: a batch timestamp too far from the broker's clock
+	// (message.timestamp.difference.max.ms), or a producer batch claiming LogAppendTime
+	// -> INVALID_TIMESTAMP (32).
+	ErrInvalidTimestamp = errors.New("logstore: invalid timestamp")
 	// ErrClosed: the log or manager was closed (or the log deleted).
 	ErrClosed = errors.New("logstore: log closed")
 )

@@ -13,10 +13,13 @@ import (
 
 // AppendInfo describes one append: offsets of the first and last record, the largest batch
 // timestamp, the record count and the bytes written. FirstOffset is -1 for an empty append.
+// LogAppendTime is the leader's clock stamped on the batches (message.timestamp.type
+// LogAppendTime), else -1; only AppendAsLeader sets it.
 type AppendInfo struct {
 	FirstOffset, LastOffset, MaxTimestamp int64
 	NumRecords                            int
 	Bytes                                 int
+	LogAppendTime                         int64
 }
 
 // Log is one partition's log (S1). It is safe for concurrent use: appends, truncations and

@@ -504,7 +504,7 @@ func TestIdempotentRetryIsNotAppendedTwice(t *testing.T) {
 	first := mustAppend(t, l, mk(7, 0, 3), 1)
 	mustAppend(t, l, mk(7, 3, 2), 1)
 	retry := mustAppend(t, l, mk(7, 0, 3), 1)
-	if retry != (AppendInfo{FirstOffset: 0, LastOffset: 2, MaxTimestamp: first.MaxTimestamp, NumRecords: 3}) || l.LogEndOffset() != 5 {
+	if retry != (AppendInfo{FirstOffset: 0, LastOffset: 2, MaxTimestamp: first.MaxTimestamp, NumRecords: 3, LogAppendTime: -1}) || l.LogEndOffset() != 5 {
 		t.Fatalf("retry %+v, LEO %d", retry, l.LogEndOffset())
 	}
 	if info := mustAppend(t, l, mk(8, 0, 3), 1); info.FirstOffset != 5 { // another producer

@@ -1,6 +1,7 @@
 package replicamanager
 
 import (
+	"math"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
@@ -84,11 +85,25 @@ type topicConfig struct {
 // `topics --config`), so this only guards against hand-edited znodes. Topic keys isrbroker does
 // not use are ignored here.
 func (rm *ReplicaManager) topicOverrides(topic string, overrides map[string]string) topicConfig {
-	tc := topicConfig{
+	rm.live.mu.Lock()
+	base := rm.live.base
+	rm.live.mu.Unlock()
+	return rm.topicOverridesOn(base, topic, overrides)
+}
+
+// staticTopicDefaults is the broker level of every topic config from server.properties (and
+// the configdef defaults): the bottom of the precedence (live_config.go).
+func (rm *ReplicaManager) staticTopicDefaults() topicConfig {
+	return topicConfig{
 		log:                   rm.cfg.LogDefaults,
 		minInsyncReplicas:     rm.cfg.MinInsyncReplicas,
 		uncleanLeaderElection: rm.cfg.UncleanLeaderElection,
 	}
+}
+
+// topicOverridesOn applies a topic's overrides on top of base, the broker level.
+func (rm *ReplicaManager) topicOverridesOn(base topicConfig, topic string, overrides map[string]string) topicConfig {
+	tc := base
 	for k, raw := range overrides {
 		key, ok := configdef.Lookup(k, configdef.Topic)
 		if !ok {
@@ -139,6 +154,11 @@ func applyTopicConfig(tc *topicConfig, k string, v any) {
 		tc.log.MaxCompactionLagMs = v.(int64)
 	case "delete.retention.ms":
 		tc.log.DeleteRetentionMs = v.(int64)
+	case "message.timestamp.type":
+		tc.log.TimestampType, _ = logstore.ParseTimestampType(v.(string)) // validated by configdef
+	case "message.timestamp.difference.max.ms":
+		tc.log.TimestampDiffMaxMs = v.(int64)
+		tc.log.TimestampDiffLimited = v.(int64) != math.MaxInt64 // Long.MaxValue: no check
 	case "min.insync.replicas":
 		tc.minInsyncReplicas = int(v.(int64))
 	case "unclean.leader.election.enable":

@@ -85,6 +85,9 @@ type ReplicaManager struct {
 
 	// throttles holds the replication throttles (issue 4, quota.go).
 	throttles *throttles
+	// live holds the dynamic configs every topic's effective config derives from (issue 12,
+	// live_config.go).
+	live liveConfigs
 
 	// knownPartition tells whether the cluster metadata knows tp (NOT_LEADER_OR_FOLLOWER versus
 	// UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here); set by the broker.
@@ -127,6 +130,7 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	rm.followerReplicas.rm = rm
 	rm.brokerEpoch.Store(-1)
 	rm.registerMetrics()
+	rm.initLiveConfigs()
 	rm.throttles = newThrottles(cfg.BrokerID, cfg.Now, rm.log, cfg.Registry)
 	rm.fetcher = fetcher.NewManager(fetcher.Config{
 		BrokerID:              cfg.BrokerID,
@@ -142,10 +146,13 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 		Log:                   rm.log,
 		Quota:                 rm.throttles.follower,
 	}, rm)
-	// Issue 4: the replication throttles follow the dynamic configs (last: the source may call
-	// back at once).
+	// Issue 4: the replication throttles follow the dynamic configs; issue 12: so do the topic
+	// configs and the dynamic broker configs (last: the source may call back at once).
 	if d, ok := coord.(DynamicConfigSource); ok {
-		d.OnDynamicConfig(rm.throttles.apply)
+		d.OnDynamicConfig(func(entity string, cfg map[string]string) {
+			rm.throttles.apply(entity, cfg)
+			rm.applyDynamicConfig(entity, cfg)
+		})
 	}
 	return rm
 }
@@ -219,21 +226,39 @@ func (rm *ReplicaManager) notHostedCode(tp TopicPartition) int16 {
 	return kerr.UnknownTopicOrPartition.Code
 }
 
-// getOrCreatePartition creates the local replica and its log on the first LeaderAndIsr naming it.
+// getOrCreatePartition creates the local replica and its log on the first LeaderAndIsr naming
+// it, with the topic's current effective config (live_config.go): the overrides read from
+// ZooKeeper now, unless the dynamic config listener delivered the topic meanwhile.
 func (rm *ReplicaManager) getOrCreatePartition(tp TopicPartition) (*Partition, error) {
 	if p := rm.getPartition(tp); p != nil {
 		return p, nil
 	}
+	rm.live.mu.Lock()
+	seen := rm.live.deliveries[tp.Topic]
+	rm.live.mu.Unlock()
 	var overrides map[string]string
+	readOK := false
 	if rm.topics != nil {
 		o, err := rm.topics.TopicConfig(tp.Topic)
 		if err != nil {
 			rm.log.WithFields(logrus.Fields{"topic": tp.Topic}).WithError(err).Warn("reading topic config; using broker defaults")
+		} else {
+			readOK = true
 		}
 		overrides = o
 		rm.throttles.applyTopicConfigRead(tp.Topic, o) // issue 4: throttles of a new topic
 	}
-	tc := rm.topicOverrides(tp.Topic, overrides)
+	rm.live.mu.Lock()
+	defer rm.live.mu.Unlock()
+	if rm.live.deliveries[tp.Topic] != seen || (!readOK && rm.topics != nil) {
+		overrides = rm.live.topics[tp.Topic] // newer than this read, or the read failed
+	} else {
+		rm.live.topics[tp.Topic] = overrides
+	}
+	tc := rm.topicOverridesOn(rm.live.base, tp.Topic, overrides)
+	if p := rm.getPartition(tp); p != nil {
+		return p, nil
+	}
 	l, err := rm.logs.GetOrCreate(tp, tc.log)
 	if err != nil {
 		return nil, err

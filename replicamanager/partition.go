@@ -181,6 +181,8 @@ func logErrorCode(err error) int16 {
 		return kerr.MessageTooLarge.Code
 	case errors.Is(err, logstore.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
+	case errors.Is(err, logstore.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, logstore.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
 	default:

@@ -28,7 +28,7 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 		}
 		rm.metrics.messagesIn.Mark(int64(info.NumRecords))
 		rm.metrics.bytesIn.Mark(int64(len(records)))
-		results[tp] = ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
+		results[tp] = ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.log.LogStartOffset()}
 		required[tp] = info.LastOffset + 1
 		// Wake parked follower fetches (new data) and produces (the HW may have moved).
 		rm.purgatory.checkAndComplete(tp)

@@ -79,6 +79,8 @@ type Config struct {
 	LogFlushIntervalMs               int64         `key:"log.flush.interval.ms"` // else log.flush.scheduler.interval.ms
 	LogFlushOffsetCheckpointInterval time.Duration `key:"log.flush.offset.checkpoint.interval.ms"`
 	FileDeleteDelay                  time.Duration `key:"log.segment.delete.delay.ms"`
+	LogMessageTimestampType          string        `key:"log.message.timestamp.type"`              // CreateTime or LogAppendTime
+	LogMessageTimestampDiffMaxMs     int64         `key:"log.message.timestamp.difference.max.ms"` // Long.MaxValue: no check
 
 	// Replication.
 	ReplicaLagTimeMax                      time.Duration `key:"replica.lag.time.max.ms"` // S5b

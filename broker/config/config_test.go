@@ -248,6 +248,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"log.cleaner.delete.retention.ms", "13",
 		"log.cleaner.backoff.ms", "14",
 		"log.cleaner.dedupe.buffer.size", "2097152",
+		"log.message.timestamp.type", "LogAppendTime",
+		"log.message.timestamp.difference.max.ms", "3600000",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -293,6 +295,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.LogFlushIntervalMs = 250
 	want.LogFlushOffsetCheckpointInterval = 1500 * time.Millisecond
 	want.FileDeleteDelay = 0
+	want.LogMessageTimestampType = "LogAppendTime"
+	want.LogMessageTimestampDiffMaxMs = 3600000
 	want.ReplicaLagTimeMax = 30 * time.Second
 	want.NumReplicaFetchers = 4
 	want.ReplicaFetchBackoff = 50 * time.Millisecond

@@ -72,8 +72,8 @@ var scopeNames = [...]string{"broker", "topic", "dynamic broker"}
 func (s Scope) String() string { return scopeNames[s] }
 
 // Dynamic is a broker key's KIP-226 update mode (DynamicBrokerConfig at Kafka 2.4.1): whether
-// Kafka lets it be changed without a restart, per broker or cluster-wide. isrbroker reads
-// broker keys at start-up only; the mode is recorded for operators comparing with Kafka.
+// Kafka lets it be changed without a restart, per broker or cluster-wide. isrbroker applies
+// the dynamic keys for which Key.AppliesLive holds; the others take effect at a restart.
 type Dynamic uint8
 
 const (
@@ -96,7 +96,7 @@ const (
 	// with one warning naming Reason.
 	Unused
 	// Unsupported keys are Kafka settings whose non-default values isrbroker cannot honour and
-	// must not silently ignore (a bypassed authorizer, re-compression, LogAppendTime): the
+	// must not silently ignore (a bypassed authorizer, re-compression): the
 	// Kafka default is accepted with a warning, any other value is an error naming Reason.
 	Unsupported
 )
@@ -240,6 +240,37 @@ func ThrottledReplicas() *Validator {
 		}
 		return ""
 	}}
+}
+
+// liveBrokerKeys are the dynamic broker keys without a topic synonym that isrbroker applies
+// live (the replica manager resizes its fetcher pool).
+var liveBrokerKeys = map[string]bool{"num.replica.fetchers": true}
+
+// AppliesLive reports whether isrbroker applies a changed value of a used key without a
+// restart: every topic key (/config/topics), every dynamic-only broker key, and a dynamic
+// broker key that is the synonym of a used topic key (the broker level of a topic config:
+// log.retention.ms, log.segment.bytes, min.insync.replicas, ...) or is listed in
+// liveBrokerKeys. Precedence and behaviour: docs/live-configs.md §1–2.
+func (k *Key) AppliesLive() bool {
+	if k.Status != Used {
+		return false
+	}
+	switch k.Scope {
+	case Topic, DynamicBroker:
+		return true
+	}
+	if k.Dynamic == ReadOnly {
+		return false
+	}
+	if liveBrokerKeys[k.Name] {
+		return true
+	}
+	for _, t := range table {
+		if t.Scope == Topic && t.Synonym == k.Name {
+			return t.Status == Used
+		}
+	}
+	return false
 }
 
 // Lookup returns the key of that name and scope.

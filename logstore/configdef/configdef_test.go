@@ -129,7 +129,7 @@ func TestValidateTopicConfig(t *testing.T) {
 		{"unclean.leader.election.enable", "yes", `invalid value "yes" for topic config "unclean.leader.election.enable": not a boolean (true or false)`},
 		{"leader.replication.throttled.replicas", "0-1", `invalid value "0-1" for topic config "leader.replication.throttled.replicas": must be * or a list of partition:broker pairs`},
 		{"compression.type", "gzip", `invalid value "gzip" for topic config "compression.type": isrbroker supports only the default "producer": isrbroker stores record batches exactly as the producer sent them`},
-		{"message.timestamp.type", "LogAppendTime", `invalid value "LogAppendTime" for topic config "message.timestamp.type": isrbroker supports only the default "CreateTime": isrbroker keeps the producer's timestamps (CreateTime)`},
+		{"message.timestamp.type", "logappendtime", `invalid value "logappendtime" for topic config "message.timestamp.type": must be one of CreateTime, LogAppendTime`},
 	}
 	for _, b := range bad {
 		err := ValidateTopicConfig(b.k, b.v)

@@ -27,10 +27,17 @@ isrbroker's status; parsing, validation, typo hints, the checks of topic configs
   (` + "`unknown config key \"zookeeper.session.tmeout.ms\" (did you mean \"zookeeper.session.timeout.ms\"?)`" + `);
   a topic-level key in ` + "`server.properties`" + ` names its broker-level synonym. ` + "`listener.name.<name>.<config>`" + `
   keys (per-listener SSL/SASL settings) are accepted as unused.
-- *Dynamic* is Kafka's KIP-226 update mode (read-only, per-broker, cluster-wide), recorded for comparison:
-  isrbroker reads broker keys at start-up only, except the dynamic-only replication throttle rates.
+- *Dynamic* is Kafka's KIP-226 update mode (read-only, per-broker, cluster-wide): where the key may be set in
+  ZooKeeper (/config/brokers/<id>, /config/brokers/<default>). **live** marks the keys every broker applies
+  at once when their dynamic value changes; a dynamic key without it is stored but takes effect at the next
+  restart only. Precedence, highest first: topic override, /config/brokers/<id>, /config/brokers/<default>,
+  server.properties, default.
 - Topic keys are set with CreateTopics ` + "`configs`" + ` or ` + "`isrbroker topics --create --config key=value`" + `; their
-  default is the broker synonym's value.
+  default is the broker synonym's value. Every used topic key applies live: a change in /config/topics/<t>
+  reaches every replica of the topic within moments (min.insync.replicas at the next acks=all produce,
+  retention at the next retention check, segment.bytes/segment.ms at the next roll, cleanup.policy at the
+  cleaner's next pass, the timestamp and size settings at the next append); a deleted override falls back
+  to the broker level.
 
 `)
 	section := func(title string, scope Scope, intro string) {
@@ -68,7 +75,11 @@ isrbroker's status; parsing, validation, typo hints, the checks of topic configs
 				syn = code(k.Synonym)
 			}
 			if dyn {
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", k.Name, k.Type, def, valid, k.Dynamic, syn, cell(status), cell(k.Doc))
+				mode := k.Dynamic.String()
+				if k.Dynamic != ReadOnly && k.AppliesLive() {
+					mode += ", live"
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", k.Name, k.Type, def, valid, mode, syn, cell(status), cell(k.Doc))
 			} else {
 				fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", k.Name, k.Type, def, valid, syn, cell(status), cell(k.Doc))
 			}

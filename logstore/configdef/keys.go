@@ -174,9 +174,9 @@ func declared() []*Key {
 		broker("log.preallocate", Boolean, "false", nil, "Preallocate segment files.").synonym("preallocate").dyn(ClusterWide).unused("isrbroker does not preallocate segment files"),
 		broker("log.message.format.version", String, "2.4-IV1", nil, "Record format version of appended batches.").synonym("message.format.version").unused(whyVersions),
 		broker("log.message.timestamp.type", String, "CreateTime", OneOf("CreateTime", "LogAppendTime"), "Timestamp type of appended batches.").
-			synonym("message.timestamp.type").dyn(ClusterWide).unsupported("isrbroker keeps the producer's timestamps (CreateTime)"),
+			synonym("message.timestamp.type").dyn(ClusterWide),
 		broker("log.message.timestamp.difference.max.ms", Long, longMax, AtLeast(0), "Largest allowed difference between a batch's timestamp and the broker's clock.").
-			synonym("message.timestamp.difference.max.ms").ms().dyn(ClusterWide).unused("isrbroker does not check record timestamps against its clock"),
+			synonym("message.timestamp.difference.max.ms").ms().dyn(ClusterWide),
 		broker("log.message.downconversion.enable", Boolean, "true", nil, "Down-convert batches for old fetch versions.").
 			synonym("message.downconversion.enable").dyn(ClusterWide).unused(whyVersions),
 		broker("inter.broker.protocol.version", String, "2.4-IV1", nil, "Protocol version between brokers.").unused(whyVersions),
@@ -344,10 +344,8 @@ func declared() []*Key {
 			unsupported("isrbroker stores record batches exactly as the producer sent them"),
 		topic("preallocate", Boolean, nil, "log.preallocate", "Preallocate segment files.").unused("isrbroker does not preallocate segment files"),
 		topic("message.format.version", String, nil, "log.message.format.version", "Record format version of appended batches.").unused(whyVersions),
-		topic("message.timestamp.type", String, OneOf("CreateTime", "LogAppendTime"), "log.message.timestamp.type", "Timestamp type of appended batches.").
-			unsupported("isrbroker keeps the producer's timestamps (CreateTime)"),
-		topic("message.timestamp.difference.max.ms", Long, AtLeast(0), "log.message.timestamp.difference.max.ms", "Largest allowed difference between a batch's timestamp and the broker's clock.").ms().
-			unused("isrbroker does not check record timestamps against its clock"),
+		topic("message.timestamp.type", String, OneOf("CreateTime", "LogAppendTime"), "log.message.timestamp.type", "Timestamp type of appended batches: the producer's (CreateTime) or the leader's clock (LogAppendTime)."),
+		topic("message.timestamp.difference.max.ms", Long, AtLeast(0), "log.message.timestamp.difference.max.ms", "Largest allowed difference between a batch's timestamp and the broker's clock (CreateTime; isrbroker checks the batch's first and max timestamps).").ms(),
 		topic("message.downconversion.enable", Boolean, nil, "log.message.downconversion.enable", "Down-convert batches for old fetch versions.").unused(whyVersions),
 		topic("leader.replication.throttled.replicas", List, ThrottledReplicas(), "", "Replicas (partition:broker or *) whose leader side is throttled by leader.replication.throttled.rate."),
 		topic("follower.replication.throttled.replicas", List, ThrottledReplicas(), "", "Replicas (partition:broker or *) whose follower side is throttled by follower.replication.throttled.rate."),

@@ -26,7 +26,7 @@ func TestTopicConfig_ValidatedAgainstTheTable(t *testing.T) {
 		{"typo", "retention.msec", "1000"},
 		{"brokerkey", "log.retention.ms", "1000"},
 		{"badvalue", "segment.bytes", "big"},
-		{"unsupported", "message.timestamp.type", "LogAppendTime"},
+		{"unsupported", "compression.type", "gzip"},
 	} {
 		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{tc.key: &tc.value}, tc.topic)
 		if err != nil && resp.Err == nil {
