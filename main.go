@@ -355,6 +355,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		_, ok := md.Partition(tp.Topic, tp.Partition)
 		return ok
 	})
+	// DeleteRecords' low watermark counts the followers on live brokers only.
+	b.rmgr.SetAliveBroker(func(id int32) bool {
+		_, ok := md.Snapshot().Brokers[id]
+		return ok
+	})
 
 	// The group coordinator (consumer groups, __consumer_offsets): after the replica manager
 	// and the wire server, before the first request and the first LeaderAndIsr.

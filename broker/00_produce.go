@@ -10,7 +10,7 @@ import (
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
-// Produce: v3-9 (record batch v2 only; v9 flexible).
+// Produce: v3-7 (record batch v2 only; docs/compatibility.md).
 //
 // Behavior:
 //   - acks outside {0, 1, -1} → INVALID_REQUIRED_ACKS on every partition, nothing appended.
@@ -30,9 +30,11 @@ import (
 //     earlier responses, as Kafka does, so the client notices.
 //
 // Deviations: transactional produce is not special-cased (the replica manager decides);
-// no throttling (throttle_time_ms 0); no per-record errors (v8 record_errors empty).
+// no throttling (throttle_time_ms 0). v8 (KIP-467 record_errors and error_message) and its
+// flexible form v9 are not advertised: an INVALID_RECORD does not name the culprit record.
+// v0-2 (message formats v0/v1) are not served.
 
-func init() { regKey(kmsg.Produce, 3, 9, handleProduce) }
+func init() { regKey(kmsg.Produce, 3, 7, handleProduce) }
 
 func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ProduceRequest)

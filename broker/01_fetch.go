@@ -30,10 +30,13 @@ import (
 //     followers.
 //
 // Deviations: forgotten_topics_data is ignored (sessions are off); rack-aware reads
-// (KIP-392) are not done; last_fetched_epoch (v12) is not checked here (followers
-// truncate through OffsetForLeaderEpoch, K1).
+// (KIP-392) are not done (preferred_read_replica -1: read from the leader, Kafka's default
+// without replica.selector.class). v12 and above are not advertised: v12's
+// last_fetched_epoch asks the leader for a diverging-epoch check (KIP-595) that isrbroker
+// does not make; followers truncate through OffsetForLeaderEpoch (K1) and consumers use
+// KIP-320 validation, both served (docs/compatibility.md).
 
-func init() { regKey(kmsg.Fetch, 4, 12, handleFetch) }
+func init() { regKey(kmsg.Fetch, 4, 11, handleFetch) }
 
 func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.FetchRequest)

@@ -7,20 +7,20 @@ import (
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
-// ListOffsets: v0-6 (v6 flexible).
+// ListOffsets: v1-6 (v6 flexible).
 //
 // Behavior:
 //   - timestamp -2 = earliest (log start offset), -1 = latest (HW for consumers, LEO for
 //     replica_id >= 0), otherwise the first offset whose timestamp is >= the given one, found
 //     by the replica manager through the time index.
-//   - v0 answers old_style_offsets = [offset] (empty when nothing matches); v1+ answer
-//     timestamp and offset; v4+ the leader epoch. current_leader_epoch (v4+) is passed down
+//   - v1+ answer timestamp and offset; v4+ the leader epoch. current_leader_epoch (v4+) is passed down
 //     for fencing (FENCED/UNKNOWN_LEADER_EPOCH).
 //   - A partition listed twice (v1+) → INVALID_REQUEST for it, as Kafka.
 //
-// Deviations: v0 max_num_offsets is ignored (at most one offset is returned).
+// Deviations: v0 is not advertised: its max_num_offsets and its timestamp lookup by segment
+// modification time (a list of segment base offsets) are not served (docs/compatibility.md).
 
-func init() { regKey(kmsg.ListOffsets, 0, 6, handleListOffsets) }
+func init() { regKey(kmsg.ListOffsets, 1, 6, handleListOffsets) }
 
 func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListOffsetsRequest)

@@ -13,7 +13,7 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
-// Metadata: v0-11 (v9+ flexible).
+// Metadata: v0-9 (v9 flexible).
 //
 // Behavior:
 //   - Answers from the metadata cache only (fed by UpdateMetadata, like Kafka), never
@@ -34,11 +34,14 @@ import (
 // Deviations: an all-topics request leaves internal topics out (Kafka 2.4 lists them with
 // is_internal=true; isrbroker hides them unless named), and a request naming
 // __consumer_offsets before it exists gets UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4 would create
-// it with the offsets.topic.* settings; here only FindCoordinator does). No topic ids (v10+ topic_id zero; a request naming a topic only by id gets
-// UNKNOWN_TOPIC_OR_PARTITION); authorized operations are not computed (left at
-// "not requested").
+// it with the offsets.topic.* settings; here only FindCoordinator does). v10+ (topic ids)
+// is not advertised: isrbroker has no topic ids (docs/compatibility.md).
+//
+// Authorized operations (v8+): isrbroker has no authorizer, so, like Kafka 2.4 without
+// one, a request that includes them gets every operation the resource type supports
+// (AuthorizerUtils.supportedOperations), and 0 for the cluster when not requested.
 
-func init() { regKey(kmsg.Metadata, 0, 11, handleMetadata) }
+func init() { regKey(kmsg.Metadata, 0, 9, handleMetadata) }
 
 // autoCreateTimeout bounds the ZooKeeper writes of one auto-creation.
 const autoCreateTimeout = 10 * time.Second
@@ -113,6 +116,10 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 		resp.ClusterID = &cid
 	}
 	resp.ControllerID = snap.ControllerID
+	resp.AuthorizedOperations = 0
+	if req.Version >= 8 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = ClusterAuthorizedOperations
+	}
 	for _, b := range snap.AliveBrokers() {
 		ep, ok := b.Endpoint(r.c.listener)
 		if !ok {
@@ -140,6 +147,9 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 			} else {
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
+		}
+		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+			rt.AuthorizedOperations = TopicAuthorizedOperations
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
-// CreateTopics: v0-6 (v5+ flexible).
+// CreateTopics: v0-4.
 //
 // Behavior:
 //   - Per topic: an invalid name → INVALID_TOPIC_EXCEPTION; a name listed twice →
@@ -25,14 +25,15 @@ import (
 //   - Unless validate_only or timeout_ms <= 0, the answer waits until the metadata cache
 //     shows a leader for every new partition (the controller's LeaderAndIsr/UpdateMetadata
 //     went round), or the timeout → REQUEST_TIMED_OUT for the topics still waiting.
-//   - v5+ answers num_partitions and replication_factor of the created topic.
 //
 //   - Per-topic configs are checked against configdef's topic keys: an unknown key, a bad
 //     value or an unsupported non-default value → INVALID_CONFIG naming the key.
 //
-// Deviations: v5+ does not return the topic's configs (null).
+// Deviations: v5+ (KIP-525: the created topic's num_partitions, replication_factor and
+// configs in the answer; v6 adds quota errors) is not advertised: the configs are not
+// returned (docs/compatibility.md).
 
-func init() { regKey(kmsg.CreateTopics, 0, 6, handleCreateTopics) }
+func init() { regKey(kmsg.CreateTopics, 0, 4, handleCreateTopics) }
 
 // adminWriteTimeout bounds the ZooKeeper writes of one admin request when the request's
 // own timeout is shorter (the write must not be cut half-way because a client is impatient).

@@ -13,9 +13,8 @@ import (
 //     removed from /config/topics/<t> or /config/brokers/<id|<default>>.
 //   - TOPIC: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION); an unknown key, an
 //     unsupported non-default value or min.compaction.lag.ms > max.compaction.lag.ms →
-//     INVALID_CONFIG naming the key; a value that does not type or validate →
-//     INVALID_REQUEST "Invalid config value for resource ConfigResource(...): Invalid value
-//     ... for configuration <key>: ...".
+//     INVALID_CONFIG naming the key; so does a value that does not type or validate
+//     ("Invalid value ... for configuration <key>: ...").
 //   - BROKER: "" is the cluster default, else this broker's id (another id →
 //     INVALID_REQUEST); a key that cannot be updated dynamically (KIP-226 read-only) →
 //     INVALID_REQUEST "Cannot update these configs dynamically: Set(...)"; a per-broker key
@@ -23,7 +22,8 @@ import (
 //   - validate_only checks everything and writes nothing. A resource listed twice →
 //     INVALID_REQUEST for each of its entries. A null value → INVALID_REQUEST.
 //
-// Deviations: a topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4:
+// Deviations: a bad value is INVALID_CONFIG, as issue 12 asks (Kafka 2.4: INVALID_REQUEST
+// "Invalid config value for resource ..."). A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4:
 // UNKNOWN_SERVER_ERROR from AdminOperationException). A broker key no Kafka table declares
 // is refused with INVALID_CONFIG (Kafka stores custom keys for plug-ins) and dynamic
 // passwords are refused (no password.encoder.secret); the reconfiguration checks of Kafka's

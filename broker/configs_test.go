@@ -173,13 +173,13 @@ func TestValidateChanges(t *testing.T) {
 		key       string
 	}{
 		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"retention.msec": "1"}, kerr.InvalidConfig.Code, "retention.msec"},
-		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"retention.ms": "soon"}, kerr.InvalidRequest.Code, "retention.ms"},
+		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"retention.ms": "soon"}, kerr.InvalidConfig.Code, "retention.ms"},
 		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"compression.type": "gzip"}, kerr.InvalidConfig.Code, "compression.type"},
 		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, kerr.InvalidConfig.Code, "min.compaction.lag.ms"},
 		{kmsg.ConfigResourceTypeTopic, false, map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}, 0, ""},
 		{kmsg.ConfigResourceTypeBroker, true, map[string]string{"log.dirs": "/x"}, kerr.InvalidRequest.Code, "log.dirs"},
 		{kmsg.ConfigResourceTypeBroker, true, map[string]string{"log.retention.msec": "1"}, kerr.InvalidConfig.Code, "log.retention.msec"},
-		{kmsg.ConfigResourceTypeBroker, true, map[string]string{"log.cleaner.threads": "x"}, kerr.InvalidRequest.Code, "log.cleaner.threads"},
+		{kmsg.ConfigResourceTypeBroker, true, map[string]string{"log.cleaner.threads": "x"}, kerr.InvalidConfig.Code, "log.cleaner.threads"},
 		{kmsg.ConfigResourceTypeBroker, false, map[string]string{"advertised.listeners": "PLAINTEXT://h:1"}, kerr.InvalidRequest.Code, "advertised.listeners"},
 		{kmsg.ConfigResourceTypeBroker, true, map[string]string{"ssl.keystore.location": "/k"}, kerr.InvalidRequest.Code, "ssl.keystore.location"},
 		{kmsg.ConfigResourceTypeBroker, false, map[string]string{"log.retention.ms": "1000", "leader.replication.throttled.rate": "10"}, 0, ""},

@@ -58,6 +58,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState
 		// fails, withEmptyFetchInfo).
 		unassigned := fromFollower && (p.leader == nil || !p.leader.IsFollower(fp.ReplicaID))
+		logStartChanged := fromFollower && p.followerLogStartChangedLocked(fp.ReplicaID, part.LogStartOffset)
 		p.mu.RUnlock()
 		maxOffset := hw
 		if fromFollower {
@@ -96,8 +97,9 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			}
 		}
 		if fromFollower && updateFollowers && !unassigned {
-			if p.updateFollowerFetchState(fp.ReplicaID, part.FetchOffset, part.LogStartOffset, leo, now) {
-				// The HW moved: acks=-1 produces and consumer fetches may complete (architecture step 5).
+			if p.updateFollowerFetchState(fp.ReplicaID, part.FetchOffset, part.LogStartOffset, leo, now) || logStartChanged {
+				// The HW moved: acks=-1 produces and consumer fetches may complete (architecture
+				// step 5); or the follower's log start moved: so may DeleteRecords (low watermark).
 				lr.rm.purgatory.checkAndComplete(part.TopicPartition)
 			}
 		}

@@ -64,6 +64,16 @@ func (fr *followerReplicas) EndOffsetForEpoch(tp TopicPartition, epoch int32) (f
 	return found, end, err
 }
 
+// LogStartOffset returns the follower's log start offset, which it reports in its fetch
+// requests (Fetch v5+ log_start_offset) so that the leader's low watermark moves (DeleteRecords).
+func (fr *followerReplicas) LogStartOffset(tp TopicPartition) (start int64, err error) {
+	err = fr.withFollower(tp, false, func(p *Partition) error {
+		start = p.log.LogStartOffset()
+		return nil
+	})
+	return start, err
+}
+
 // HighWatermark returns the follower's HW.
 func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err error) {
 	err = fr.withFollower(tp, false, func(p *Partition) error {
@@ -105,6 +115,12 @@ func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset in
 // epochs are kept, then follower HW = min(leader HW, own LEO) and the log start offset follows
 // the leader's.
 func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (leo int64, err error) {
+	startMoved := false
+	defer func() {
+		if startMoved {
+			fr.rm.checkpointLogStartOffsets() // a DeleteRecords on the leader: keep it across a restart
+		}
+	}()
 	err = fr.withFollower(tp, true, func(p *Partition) error {
 		leo = p.log.LogEndOffset()
 		if fetchOffset != leo {
@@ -117,8 +133,10 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 			}
 		}
 		leo = p.log.LogEndOffset()
-		if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= leo {
+		if before := p.log.LogStartOffset(); leaderLogStart > before && leaderLogStart <= leo {
 			p.log.MaybeIncrementLogStartOffset(leaderLogStart)
+			startMoved = p.log.LogStartOffset() > before
+			p.logger().WithFields(map[string]any{"from": before, "to": p.log.LogStartOffset()}).Info("incremented log start offset to the leader's")
 		}
 		p.setFollowerHW(max(min(leaderHW, leo), p.log.LogStartOffset()))
 		return nil

@@ -94,6 +94,9 @@ type ReplicaManager struct {
 	knownPartition atomic.Pointer[func(TopicPartition) bool]
 	// leadership is told about leadership changes (leadership.go); set by main.
 	leadership atomic.Pointer[LeadershipListener]
+	// aliveBroker tells whether a broker is live (the low watermark of DeleteRecords counts
+	// only followers on live brokers, delete_records.go); set by main.
+	aliveBroker atomic.Pointer[func(int32) bool]
 
 	mu         sync.RWMutex // guards partitions and controllerRequests.controllerEpoch
 	partitions map[TopicPartition]*Partition

@@ -14,16 +14,28 @@ import (
 //     assignments, and names the protocol; other states list members without metadata and
 //     assignment, and no protocol. group.instance.id is reported from v4.
 //
-// Deviations: authorized operations (v3+) are not computed (0, Kafka's "not requested";
-// isrbroker has no ACLs).
+//   - Authorized operations (v3+): isrbroker has no authorizer, so, like Kafka 2.4 without
+//     one, a request that includes them gets every operation a group supports (READ,
+//     DESCRIBE, DELETE) for a group described without error; otherwise 0.
+//
+// Deviations: none.
 
 func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
+
+// GroupAuthorizedOperations is the KIP-430 bit field of READ (3), DELETE (6) and DESCRIBE (8):
+// what Kafka 2.4 answers without an authorizer.
+const GroupAuthorizedOperations = int32(1<<3 | 1<<6 | 1<<8)
 
 func handleDescribeGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
-		resp.Groups = append(resp.Groups, c.DescribeGroup(id))
+		g := c.DescribeGroup(id)
+		g.AuthorizedOperations = 0
+		if req.Version >= 3 && req.IncludeAuthorizedOperations && g.ErrorCode == errNone {
+			g.AuthorizedOperations = GroupAuthorizedOperations
+		}
+		resp.Groups = append(resp.Groups, g)
 	}
 	respond(resp)
 }

@@ -20,8 +20,8 @@ const (
 	// UnknownKey: the name is no key of the entity (INVALID_CONFIG, Kafka's
 	// InvalidConfigurationException "Unknown topic config name").
 	UnknownKey ChangeKind = iota
-	// BadValue: the value does not type or validate (INVALID_REQUEST: Kafka's ConfigException
-	// is answered as "Invalid config value for resource ...").
+	// BadValue: the value does not type or validate (INVALID_CONFIG naming the key, as issue 12
+	// asks; Kafka 2.4 answers its ConfigException with INVALID_REQUEST).
 	BadValue
 	// UnsupportedValue: an Unsupported key at a non-default value (INVALID_CONFIG).
 	UnsupportedValue

@@ -181,8 +181,8 @@ func TestConfigsAPI_Alter(t *testing.T) {
 		t.Errorf("typo key: %v %q, want INVALID_CONFIG naming retention.msec", e, m)
 	}
 	e, m = alterErr(adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{set("retention.ms", "soon")}, "altered"))
-	if !errors.Is(e, kerr.InvalidRequest) || !strings.Contains(m, "retention.ms") {
-		t.Errorf("bad value: %v %q, want INVALID_REQUEST naming retention.ms", e, m)
+	if !errors.Is(e, kerr.InvalidConfig) || !strings.Contains(m, "retention.ms") {
+		t.Errorf("bad value: %v %q, want INVALID_CONFIG naming retention.ms", e, m)
 	}
 	e, _ = alterErr(adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{set("retention.ms", "1")}, "nosuchtopic"))
 	if !errors.Is(e, kerr.UnknownTopicOrPartition) {

@@ -1,0 +1,114 @@
+package replicamanager
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// fetchWithLogStart is a follower fetch at offset reporting the follower's log start offset.
+func (e *env) fetchWithLogStart(replica int32, offset, logStart int64) FetchPartitionResult {
+	ch := make(chan []FetchPartitionResult, 1)
+	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
+	return (<-ch)[0]
+}
+
+func (e *env) deleteRecords(offset int64, timeout time.Duration) chan DeleteRecordsResult {
+	ch := make(chan DeleteRecordsResult, 1)
+	e.rm.DeleteRecords(timeout, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: offset}}, func(r []DeleteRecordsResult) { ch <- r[0] })
+	return ch
+}
+
+// DeleteRecords (docs/delete-records.md): the leader raises its log start at once; the answer
+// waits until every follower on a live broker reported a log start >= the offset (the low
+// watermark); a follower on a dead broker does not count; offsets above the HW are refused;
+// a timeout answers REQUEST_TIMED_OUT.
+func TestDeleteRecords_LowWatermarkWaitsForFollowers(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsr(t, 1, 1, []int32{1, 2, 3}, []int32{1, 2, 3})
+	alive := map[int32]bool{1: true, 2: true, 3: true}
+	e.rm.SetAliveBroker(func(id int32) bool { return alive[id] })
+	e.produce(t, 1, 10, time.Second)
+	e.fetchWithLogStart(2, 10, 0)
+	e.fetchWithLogStart(3, 10, 0)
+	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 10 {
+		t.Fatalf("HW %d, want 10", hw)
+	}
+
+	if r := waitResult(t, e.deleteRecords(11, time.Second), time.Second); r.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("offset above the HW: %+v, want OFFSET_OUT_OF_RANGE", r)
+	}
+	if r := waitResult(t, e.deleteRecords(-2, time.Second), time.Second); r.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("offset -2: %+v, want OFFSET_OUT_OF_RANGE", r)
+	}
+
+	ch := e.deleteRecords(4, 5*time.Second)
+	if start := e.rm.Partition(tp0()).log.LogStartOffset(); start != 4 {
+		t.Fatalf("leader log start %d, want 4 at once", start)
+	}
+	e.fetchWithLogStart(2, 10, 4)
+	select {
+	case r := <-ch:
+		t.Fatalf("answered %+v before follower 3 raised its log start", r)
+	default:
+	}
+	e.fetchWithLogStart(3, 10, 4)
+	if r := waitResult(t, ch, time.Second); r.ErrorCode != 0 || r.LowWatermark != 4 {
+		t.Fatalf("after both followers: %+v, want low watermark 4", r)
+	}
+
+	// A follower on a dead broker is not waited for; -1 means the HW.
+	alive[3] = false
+	ch = e.deleteRecords(-1, 5*time.Second)
+	e.fetchWithLogStart(2, 10, 10)
+	if r := waitResult(t, ch, time.Second); r.ErrorCode != 0 || r.LowWatermark != 10 {
+		t.Fatalf("offset -1 with broker 3 dead: %+v, want low watermark 10", r)
+	}
+
+	// Nobody reports: REQUEST_TIMED_OUT after the timeout.
+	alive[3] = true
+	if r := waitResult(t, e.deleteRecords(10, 50*time.Millisecond), 2*time.Second); r.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("follower 3 behind: %+v, want REQUEST_TIMED_OUT", r)
+	}
+	// Not the leader any more.
+	e.leaderAndIsr(t, 2, 2, []int32{1, 2, 3}, []int32{2, 3})
+	if r := waitResult(t, e.deleteRecords(10, time.Second), time.Second); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("follower: %+v, want NOT_LEADER_FOR_PARTITION", r)
+	}
+	if r := waitResult(t, e.deleteRecords(10, time.Second), time.Second); r.LowWatermark != -1 {
+		t.Fatalf("error answers carry low watermark -1: %+v", r)
+	}
+}
+
+// A follower raises its log start to the leader's from a fetch response, reports it in its
+// fetches (fetcher.LogStartOffsetter), and checkpoints it so that a restart keeps it.
+func TestDeleteRecords_FollowerFollowsLeaderLogStart(t *testing.T) {
+	e := newEnv(t, 2, 1)
+	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1, 2})
+	if _, err := e.rm.ProcessPartitionData(tp0(), 0, makeBatch(10, "v"), 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rm.ProcessPartitionData(tp0(), 10, nil, 10, 6); err != nil {
+		t.Fatal(err)
+	}
+	if start, err := e.rm.LogStartOffset(tp0()); err != nil || start != 6 {
+		t.Fatalf("follower log start %d (%v), want the leader's 6", start, err)
+	}
+	// Written at once, not at the next periodic checkpoint or at shutdown: the env's log dir is
+	// a sibling of any other t.TempDir().
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(t.TempDir()), "*", "log-start-offset-checkpoint"))
+	found := false
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(data), "\nt 0 6\n") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no log-start-offset-checkpoint holds t 0 6 right after the follower raised its log start (%v)", files)
+	}
+}
