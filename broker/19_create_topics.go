@@ -12,7 +12,7 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
-// CreateTopics: v0-4.
+// CreateTopics: v0-6 (v5+ flexible).
 //
 // Behavior:
 //   - Per topic: an invalid name → INVALID_TOPIC_EXCEPTION; a name listed twice →
@@ -28,12 +28,17 @@ import (
 //
 //   - Per-topic configs are checked against configdef's topic keys: an unknown key, a bad
 //     value or an unsupported non-default value → INVALID_CONFIG naming the key.
+//   - v5+ (KIP-525) answers a created (or validated) topic's num_partitions,
+//     replication_factor and every topic config with its value, source, read-only and
+//     sensitive flags, as DescribeConfigs would list it (configs_resolve.go, without
+//     synonyms, as Kafka 2.4's AdminManager.createTopics); when the broker's config sources
+//     cannot be read, topic_config_error_code says why and the configs are left out.
+//     A failed topic keeps num_partitions and replication_factor at -1.
 //
-// Deviations: v5+ (KIP-525: the created topic's num_partitions, replication_factor and
-// configs in the answer; v6 adds quota errors) is not advertised: the configs are not
-// returned (docs/compatibility.md).
+// Deviations: v6 adds only THROTTLING_QUOTA_EXCEEDED, which isrbroker never answers (no
+// controller mutation quota).
 
-func init() { regKey(kmsg.CreateTopics, 0, 4, handleCreateTopics) }
+func init() { regKey(kmsg.CreateTopics, 0, 6, handleCreateTopics) }
 
 // adminWriteTimeout bounds the ZooKeeper writes of one admin request when the request's
 // own timeout is shorter (the write must not be cut half-way because a client is impatient).
@@ -98,6 +103,9 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 			} else {
 				rt.ReplicationFactor = spec.ReplicationFactor
 			}
+			if req.Version >= 5 {
+				s.createdTopicConfigs(&rt, spec.Configs)
+			}
 			if !req.ValidateOnly {
 				created[t.Topic] = int32(len(assign))
 				r.log.WithFields(logrus.Fields{"topic": t.Topic, "partitions": len(assign)}).Info("created topic")
@@ -124,6 +132,28 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 		}
 	}
 	r.respond(resp)
+}
+
+// createdTopicConfigs fills a v5+ answer's configs of a topic created with overrides.
+func (s *Server) createdTopicConfigs(rt *kmsg.CreateTopicsResponseTopic, overrides map[string]string) {
+	ca, err := s.configAdmin()
+	var cs *configSources
+	if err == nil {
+		cs, err = s.configSources(ca)
+	}
+	if err != nil {
+		rt.ConfigErrorCode, _ = configErrorCode(err)
+		return
+	}
+	if overrides == nil {
+		overrides = map[string]string{}
+	}
+	for _, d := range describeTopicConfigs(overrides, cs) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.IsSensitive = d.name, d.value, d.readOnly, d.sensitive
+		c.Source = int8(d.source)
+		rt.Configs = append(rt.Configs, c)
+	}
 }
 
 // topicsWithoutLeaders returns the topics of want (topic → partition count) some of whose

@@ -91,10 +91,22 @@ func TestConfigsAPI_DescribeTopicSources(t *testing.T) {
 	adm := c.Admin()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("60000")}, "described"); err != nil {
+	created, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("60000")}, "described")
+	if err != nil {
 		t.Fatal(err)
 	}
 	c.WaitMetadataLeaders("described", 1, 30*time.Second)
+	// CreateTopics v5+ (KIP-525) answers the new topic's configs as DescribeConfigs lists them.
+	if len(created.Configs) != len(kafka241TopicKeys) || created.NumPartitions != 1 || created.ReplicationFactor != 1 {
+		t.Errorf("CreateTopics answer: %d configs, %d partitions, RF %d; want %d configs, 1, 1",
+			len(created.Configs), created.NumPartitions, created.ReplicationFactor, len(kafka241TopicKeys))
+	}
+	if rc := created.Configs["retention.ms"]; rc.Value == nil || *rc.Value != "60000" || rc.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("CreateTopics answer retention.ms = %+v, want 60000 DYNAMIC_TOPIC_CONFIG", rc)
+	}
+	if rc := created.Configs["retention.bytes"]; rc.Value == nil || *rc.Value != "123456789" || rc.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("CreateTopics answer retention.bytes = %+v, want 123456789 STATIC_BROKER_CONFIG", rc)
+	}
 
 	cfgs := describeConfigs(t, adm, "described")
 	var names []string
