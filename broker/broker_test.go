@@ -101,7 +101,9 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 	t.Helper()
 	want := map[int16][2]int16{0: {3, 9}, 1: {4, 12}, 2: {0, 6}, 3: {0, 11}, 4: {0, 4}, 5: {0, 2}, 6: {0, 6}, 7: {0, 3}, 18: {0, 3}, 19: {0, 6}, 20: {0, 5}, 22: {0, 4}, 23: {0, 3},
 		// Group coordinator keys (Kafka 2.4 ranges, broker/groupcoord).
-		8: {0, 8}, 9: {0, 6}, 10: {0, 3}, 11: {0, 6}, 12: {0, 4}, 13: {0, 4}, 14: {0, 4}, 15: {0, 5}, 16: {0, 3}, 42: {0, 2}, 47: {0, 0}}
+		8: {0, 8}, 9: {0, 6}, 10: {0, 3}, 11: {0, 6}, 12: {0, 4}, 13: {0, 4}, 14: {0, 4}, 15: {0, 5}, 16: {0, 3}, 42: {0, 2}, 47: {0, 0},
+		// Log dirs and KIP-455 reassignments.
+		35: {0, 2}}
 	if len(keys) != len(want) {
 		t.Fatalf("advertised %d keys, want %d: %+v", len(keys), len(want), keys)
 	}
