@@ -193,6 +193,9 @@ func (ct *Controller) handle(ev event) {
 	case evControlledShutdown:
 		shutdownHandler{ct}.onRequest(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
 		return
+	case evReassignAPI:
+		ev.call() // answers NOT_CONTROLLER itself when inactive
+		return
 	}
 	if !ct.active.Load() {
 		return
@@ -210,7 +213,7 @@ func (ct *Controller) handle(ev event) {
 	case evIsrChange:
 		err = ct.processIsrChange()
 	case evReassignPartitions:
-		err = ct.reassign.process()
+		_, err = ct.reassign.process()
 	case evReassignIsrChange:
 		err = ct.reassign.processIsrChange()
 	case evPreferredElection:

@@ -18,13 +18,14 @@ const (
 	evAutoRebalance                       // leader imbalance check timer (AutoPreferredReplicaLeaderElection)
 	evReassignPartitions                  // /admin/reassign_partitions exists watch (PartitionReassignment)
 	evReassignIsrChange                   // state znode of a reassigning partition (PartitionReassignmentIsrChange)
+	evReassignAPI                         // Alter/ListPartitionReassignments (ApiPartitionReassignment, ListPartitionReassignments)
 	evShutdown                            // Close
 )
 
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
 	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
-	"PartitionReassignment", "PartitionReassignmentIsrChange", "Shutdown"}
+	"PartitionReassignment", "PartitionReassignmentIsrChange", "ApiPartitionReassignment", "Shutdown"}
 
 func (k evKind) String() string {
 	if int(k) < len(evNames) {
@@ -42,4 +43,5 @@ type event struct {
 	epoch int32
 
 	shutdown *shutdownReq // evControlledShutdown
+	call     func()       // evReassignAPI: runs on the controller goroutine and answers its caller
 }
