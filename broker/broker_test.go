@@ -103,7 +103,7 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 		// Group coordinator keys (Kafka 2.4 ranges, broker/groupcoord).
 		8: {0, 8}, 9: {0, 6}, 10: {0, 3}, 11: {0, 6}, 12: {0, 4}, 13: {0, 4}, 14: {0, 4}, 15: {0, 5}, 16: {0, 3}, 42: {0, 2}, 47: {0, 0},
 		// Log dirs and KIP-455 reassignments.
-		35: {0, 2}}
+		35: {0, 2}, 45: {0, 0}, 46: {0, 0}}
 	if len(keys) != len(want) {
 		t.Fatalf("advertised %d keys, want %d: %+v", len(keys), len(want), keys)
 	}
