@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,4 +286,62 @@ func TestAPIReassignmentSurvivesControllerFailover(t *testing.T) {
 		t.Fatalf("state after failover: %+v %v", st, err)
 	}
 	c.WaitPartitionDirGone(from, topic, 0, 30*time.Second)
+}
+
+// TestReassignToolBootstrapServer: `reassign-partitions --bootstrap-server` executes a plan,
+// --verify reports it in progress with the bytes the adding replica still has to copy
+// (exit 1), --cancel cancels it and names the partition, and an unthrottled plan verifies
+// as complete (exit 0).
+func TestReassignToolBootstrapServer(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Brokers: 3})
+	c.CreateTopicWithAssignment("tooled", map[int32][]int32{0: {1, 2}}, nil)
+	c.CreateTopicWithAssignment("quick", map[int32][]int32{0: {1}}, nil)
+	waitFullISR(t, c, "tooled", map[int32][]int32{0: {1, 2}}, 30*time.Second)
+	produceRandom(t, c, "tooled", 3000, 1000, 10) // 3 MB: 30 s at the throttle
+	produceRandom(t, c, "quick", 100, 1000, 11)
+	throttleReplication(t, c, "tooled", 100_000)
+	boot := c.Addr(1)
+
+	plan := cluster.WriteReassignmentFile(t, "tooled", map[int32][]int32{0: {2, 3}})
+	out := adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--execute", "--reassignment-json-file", plan)
+	if !strings.Contains(out, `{"version":1,"partitions":[{"topic":"tooled","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`) ||
+		!strings.Contains(out, "Successfully started partition reassignment for tooled-0") {
+		t.Fatalf("execute output:\n%s", out)
+	}
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(3, "tooled", 0))
+		return err == nil && leo > 0, fmt.Sprintf("broker 3 LEO %d (%v)", leo, err)
+	})
+	r := admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
+	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "Reassignment of partition tooled-0 is still in progress.") ||
+		!regexp.MustCompile(`Adding replica 3: \d+ of [1-9]\d+ bytes copied from leader [12], [1-9]\d* bytes left\.`).MatchString(r.Stdout) {
+		t.Fatalf("verify in progress: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	out = adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--cancel", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "Successfully cancelled partition reassignment for: tooled-0") {
+		t.Fatalf("cancel output:\n%s", out)
+	}
+	waitReassignmentDone(t, c, "tooled", 30*time.Second)
+	c.WaitPartitionDirGone(3, "tooled", 0, 30*time.Second)
+	out = adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--cancel", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "None of the specified partition reassignments are active.") {
+		t.Fatalf("second cancel output:\n%s", out)
+	}
+	r = admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
+	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "There is no active reassignment of partition tooled-0, but replica set is") {
+		t.Fatalf("verify after cancel: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+
+	quick := cluster.WriteReassignmentFile(t, "quick", map[int32][]int32{0: {3}})
+	adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--execute", "--reassignment-json-file", quick)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		r = admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", quick)
+		return r.ExitCode == 0, r.Stdout + r.Stderr
+	})
+	if !strings.Contains(r.Stdout, "Reassignment of partition quick-0 is complete.") {
+		t.Fatalf("verify complete:\n%s", r.Stdout)
+	}
+	if a, err := c.TopicAssignment("quick"); err != nil || !reflect.DeepEqual(a[0], []int32{3}) {
+		t.Fatalf("quick assignment %v %v", a, err)
+	}
 }
