@@ -195,6 +195,8 @@ func (ct *Controller) handle(ev event) {
 		return
 	case evElectLeaders:
 		ct.onElectLeaders(ev.elect) // answers NOT_CONTROLLER itself when inactive
+	case evReassignAPI:
+		ev.call() // answers NOT_CONTROLLER itself when inactive
 		return
 	}
 	if !ct.active.Load() {
@@ -213,7 +215,7 @@ func (ct *Controller) handle(ev event) {
 	case evIsrChange:
 		err = ct.processIsrChange()
 	case evReassignPartitions:
-		err = ct.reassign.process()
+		_, err = ct.reassign.process()
 	case evReassignIsrChange:
 		err = ct.reassign.processIsrChange()
 	case evPreferredElection:

@@ -18,6 +18,7 @@ const (
 	evAutoRebalance                       // leader imbalance check timer (AutoPreferredReplicaLeaderElection)
 	evReassignPartitions                  // /admin/reassign_partitions exists watch (PartitionReassignment)
 	evReassignIsrChange                   // state znode of a reassigning partition (PartitionReassignmentIsrChange)
+	evReassignAPI                         // Alter/ListPartitionReassignments (ApiPartitionReassignment, ListPartitionReassignments)
 	evShutdown                            // Close
 	evElectLeaders                        // an ElectLeaders request (ReplicaLeaderElection(AdminClientTriggered), KIP-460)
 	evUncleanEnable                       // unclean.leader.election.enable turned on (TopicUncleanLeaderElectionEnable)
@@ -26,7 +27,7 @@ const (
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
 	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
-	"PartitionReassignment", "PartitionReassignmentIsrChange", "Shutdown",
+	"PartitionReassignment", "PartitionReassignmentIsrChange", "ApiPartitionReassignment", "Shutdown",
 	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable"}
 
 func (k evKind) String() string {
@@ -46,4 +47,5 @@ type event struct {
 
 	shutdown *shutdownReq // evControlledShutdown
 	elect    *electReq    // evElectLeaders
+	call     func()       // evReassignAPI: runs on the controller goroutine and answers its caller
 }

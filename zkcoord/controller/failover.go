@@ -163,7 +163,7 @@ func (ct *Controller) onControllerFailover() error {
 	b.send()
 	ct.log.WithField("liveBrokers", ct.ctx.liveIDs()).WithField("topics", len(ct.ctx.assignments)).Info("controller failover complete")
 	// Resume partition reassignments, then deletions.
-	if err := ct.reassign.process(); err != nil {
+	if err := ct.reassign.onFailover(); err != nil {
 		return err
 	}
 	if err := ct.deletion.process(); err != nil {

@@ -3,41 +3,94 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
-// Partition reassignment on the controller (Kafka 2.0's KafkaController.onPartitionReassignment, the
-// ZooKeeper-driven steps; docs/design.md, "Controller"). RAR is the reassigned
-// (target) replica list, OAR the original one, AR the assignment.
+// Partition reassignment on the controller: Kafka 2.4's KIP-455 model
+// (KafkaController.onPartitionReassignment; docs/design.md, "Controller"; docs/kafka-facts.md,
+// "KIP-455 reassignments"). A partition's assignment is RS (all replicas), AR (adding =
+// RS − original replicas) and RR (removing = RS − target replicas); TRS = RS − RR is the
+// target, ORS = RS − AR the original. reassignTo(TRS) from ORS gives RS = TRS ++ (ORS − TRS).
 //
-//  1. AR in ZK = OAR+RAR (RAR first, then the old replicas that are not in RAR).
-//  2. LeaderAndIsr to OAR+RAR with the leader epoch bumped.
-//  3. RAR−OAR → NewReplica: their LeaderAndIsr (isNew) makes them followers outside the ISR;
-//     the leader adds them once caught up (S6, S11, K4).
-//  4. Wait until RAR ⊆ ISR: the partition state znode is watched, so the leader's ISR
-//     expansion re-runs the check.
-//  5. RAR → OnlineReplica (no request).
-//  6. AR = RAR in memory.
-//  7. Leader not in RAR or dead → Reassign election (first RAR replica live and in the ISR);
-//     else a leader epoch bump. LeaderAndIsr to RAR.
-//  8. OAR−RAR → OfflineReplica: StopReplica(delete=false), out of the ISR with an epoch bump.
-//  9. OAR−RAR → NonExistentReplica: StopReplica(delete=true) deletes their logs (S22).
-//  10. AR in ZK = RAR, last: until then ZooKeeper holds the only durable copy of OAR.
-//  11. The partition leaves /admin/reassign_partitions (deleted when empty).
-//  12. UpdateMetadata to every live broker.
+// onPartitionReassignment(tp, new assignment):
 //
-// Every ZooKeeper write is a fenced multi (K3). The znode is re-read whenever its watch
-// fires (Kafka acts on creation only; acting on a rewrite too is harmless because partitions
-// already in progress are skipped) and at controller failover, which resumes reassignments:
-// the assignment in ZK is then OAR+RAR, so OAR−RAR is recovered as AR−RAR.
+//	U1. If the assignment changed: RS, AR, RR to /brokers/topics/<t> ("adding_replicas" and
+//	    "removing_replicas", version 2) and to memory; replicas of the previous RS that are
+//	    not in the new one (adding replicas of a replaced or cancelled reassignment) are
+//	    stopped and deleted (B4/B5 below). The state znode is watched for ISR changes.
+//	If TRS ⊄ ISR:
+//	A1. LeaderAndIsr with the leader epoch bumped to RS.
+//	A2. AR → NewReplica: their LeaderAndIsr (isNew) makes them followers outside the ISR; the
+//	    leader adds them once caught up (S6, S11, K4). Each ISR change re-runs the check.
+//	Else:
+//	B1. AR → OnlineReplica (no request).
+//	B2. RS = TRS, AR = RR = [] in memory.
+//	B3. Leader not in TRS or dead → Reassign election (first TRS replica live and in the ISR),
+//	    else a leader epoch bump; LeaderAndIsr to TRS.
+//	B4. RR → OfflineReplica: StopReplica(delete=false), out of the ISR with an epoch bump.
+//	B5. RR → NonExistentReplica: StopReplica(delete=true) deletes their logs (S22).
+//	B6. RS = TRS in ZK, last: until then ZooKeeper holds the only durable copy of ORS.
+//	B7. The ISR watch is dropped; the partition leaves /admin/reassign_partitions when the
+//	    replicas listed there are TRS (deleted when empty).
+//	B8. UpdateMetadata to every live broker.
+//
+// Reassignments come from /admin/reassign_partitions (process, the ZooKeeper path of the
+// --zookeeper tools) and from AlterPartitionReassignments (reassign_api.go); the latest
+// one for a partition wins: an API request removes the partition from the znode. Every
+// ZooKeeper write is a fenced multi (K3). At failover the API reassignments are read back from
+// the topic znodes' adding/removing maps, the znode is processed (it supplants them for the
+// partitions it lists), and the others are resumed.
 
-// reassignCtx is one partition being reassigned.
+// reassignCtx is one partition being reassigned: its AR and RR (RS is the controller
+// context's assignment).
 type reassignCtx struct {
-	target []int32 // RAR
+	adding   []int32
+	removing []int32
+}
+
+// assignment is Kafka's ReplicaAssignment.
+type assignment struct {
+	replicas, adding, removing []int32
+}
+
+func (a assignment) being() bool { return len(a.adding) > 0 || len(a.removing) > 0 }
+
+// origin is ORS = RS − AR.
+func (a assignment) origin() []int32 { return minus(a.replicas, a.adding) }
+
+// target is TRS = RS − RR.
+func (a assignment) target() []int32 { return minus(a.replicas, a.removing) }
+
+// reassignTo is Kafka's ReplicaAssignment.reassignTo: RS = TRS ++ (ORS − TRS).
+func (a assignment) reassignTo(target []int32) assignment {
+	orig := a.origin()
+	rs := slices.Clone(target)
+	for _, id := range orig {
+		if !slices.Contains(rs, id) {
+			rs = append(rs, id)
+		}
+	}
+	return assignment{replicas: rs, adding: minus(rs, orig), removing: minus(rs, target)}
+}
+
+func (a assignment) equal(b assignment) bool {
+	return slices.Equal(a.replicas, b.replicas) && slices.Equal(a.adding, b.adding) && slices.Equal(a.removing, b.removing)
+}
+
+// minus is a − b, in a's order.
+func minus(a, b []int32) []int32 {
+	var out []int32
+	for _, id := range a {
+		if !slices.Contains(b, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // reassigner runs partition reassignments.
@@ -48,14 +101,23 @@ type reassigner struct {
 
 func (r *reassigner) reset() { r.inProgress = map[TopicPartition]*reassignCtx{} }
 
-// reassignmentInProgress reports whether any partition is being reassigned (auto leader
-// rebalance stays off meanwhile, like Kafka's checkAndTriggerAutoLeaderRebalance).
+// any reports whether any partition is being reassigned (auto leader rebalance stays off
+// meanwhile, like Kafka's checkAndTriggerAutoLeaderRebalance).
 func (r *reassigner) any() bool { return len(r.inProgress) > 0 }
 
 // isReassigning reports whether tp is being reassigned.
 func (r *reassigner) isReassigning(tp TopicPartition) bool {
 	_, ok := r.inProgress[tp]
 	return ok
+}
+
+// current is tp's full assignment (Kafka's partitionFullReplicaAssignment).
+func (r *reassigner) current(tp TopicPartition) assignment {
+	a := assignment{replicas: slices.Clone(r.ct.ctx.replicas(tp))}
+	if rc := r.inProgress[tp]; rc != nil {
+		a.adding, a.removing = slices.Clone(rc.adding), slices.Clone(rc.removing)
+	}
+	return a
 }
 
 // watchZNode (re-)arms the exists watch on /admin/reassign_partitions and returns its
@@ -75,19 +137,22 @@ func (r *reassigner) watchZNode() ([]zkdata.PartitionReassignment, error) {
 	return parts, nil
 }
 
-// processReassignPartitions handles the znode watch (and failover): every listed partition
-// not yet in progress is validated and started.
-func (r *reassigner) process() error {
+// process handles the znode watch (Kafka's processZkPartitionReassignment): every listed
+// partition not already moving to the listed replicas is validated and reassigned; invalid
+// ones leave the znode. It returns the partitions it (re)started.
+func (r *reassigner) process() (map[TopicPartition]bool, error) {
 	ct := r.ct
+	started := map[TopicPartition]bool{}
 	parts, err := r.watchZNode()
 	if err != nil || len(parts) == 0 {
-		return err
+		return started, err
 	}
 	var failed []TopicPartition
 	for _, pr := range parts {
 		tp := TopicPartition{Topic: pr.Topic, Partition: pr.Partition}
-		if r.isReassigning(tp) {
-			continue
+		cur := r.current(tp)
+		if r.isReassigning(tp) && slices.Equal(cur.target(), pr.Replicas) {
+			continue // in progress (at failover: resumed by onFailover)
 		}
 		l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("target", pr.Replicas)
 		if why := r.invalid(tp, pr.Replicas); why != "" {
@@ -95,35 +160,32 @@ func (r *reassigner) process() error {
 			failed = append(failed, tp)
 			continue
 		}
-		if slices.Equal(ct.ctx.replicas(tp), pr.Replicas) {
-			// Already done (e.g. a previous controller died between steps 10 and 11).
+		if !r.isReassigning(tp) && slices.Equal(cur.replicas, pr.Replicas) {
+			// Already done (e.g. a previous controller died between steps B6 and B7).
 			l.Info("partition already has the target replicas; reassignment complete")
 			failed = append(failed, tp)
 			continue
 		}
-		r.inProgress[tp] = &reassignCtx{target: slices.Clone(pr.Replicas)}
-		l.WithField("current", ct.ctx.replicas(tp)).Info("partition reassignment started")
-		if err := ct.zk.watchState(tp, evReassignIsrChange); err != nil {
-			return err
+		l.WithField("current", cur.replicas).Info("partition reassignment started (/admin/reassign_partitions)")
+		if err := r.onPartitionReassignment(tp, cur.reassignTo(pr.Replicas)); err != nil {
+			return started, err
 		}
-		if err := r.onPartitionReassignment(tp); err != nil {
-			return err
-		}
+		started[tp] = true
 	}
 	if len(failed) > 0 {
-		if err := r.removeFromZNode(failed); err != nil {
-			return err
+		if err := r.removeFromZNode(func(tp TopicPartition, _ []int32) bool { return slices.Contains(failed, tp) }); err != nil {
+			return started, err
 		}
 		b := ct.newBatch()
 		b.updateMetadata(ct.ctx.liveIDs(), nil)
 		b.send()
 	}
-	return nil
+	return started, nil
 }
 
-// invalidReassignment returns why target cannot be applied to tp ("" when it can): unknown
-// partition, empty or duplicate replicas, a replica that is not live (Kafka fails the
-// partition when some RAR broker is not alive).
+// invalid returns why the znode's target cannot be applied to tp ("" when it can): unknown
+// partition, empty or duplicate replicas, a replica that is not live (isrbroker's
+// /admin/reassign_partitions path refuses these rather than waiting for the broker).
 func (r *reassigner) invalid(tp TopicPartition, target []int32) string {
 	ct := r.ct
 	if !ct.ctx.hasPartition(tp) {
@@ -148,8 +210,9 @@ func (r *reassigner) invalid(tp TopicPartition, target []int32) string {
 	return ""
 }
 
-// processReassignIsrChange handles a state znode watch of a reassigning partition: step 4's
-// check runs again for every partition being reassigned (their watches are re-armed).
+// processIsrChange handles a state znode watch of a reassigning partition
+// (processPartitionReassignmentIsrChange): the completion check runs again for every
+// partition being reassigned (their watches are re-armed).
 func (r *reassigner) processIsrChange() error {
 	ct := r.ct
 	for _, tp := range sorted.TPKeys(r.inProgress) {
@@ -159,8 +222,8 @@ func (r *reassigner) processIsrChange() error {
 		if err := ct.zk.watchState(tp, evReassignIsrChange); err != nil {
 			return err
 		}
-		if st := ct.ctx.states[tp]; st != nil && r.targetInIsr(tp, st) {
-			if err := r.onPartitionReassignment(tp); err != nil {
+		if a := r.current(tp); r.complete(tp, a) {
+			if err := r.onPartitionReassignment(tp, a); err != nil {
 				return err
 			}
 		}
@@ -168,12 +231,16 @@ func (r *reassigner) processIsrChange() error {
 	return nil
 }
 
-func (r *reassigner) targetInIsr(tp TopicPartition, st *leaderIsr) bool {
-	rc := r.inProgress[tp]
-	if rc == nil {
+// complete is Kafka's isReassignmentComplete: not being reassigned, or TRS ⊆ ISR.
+func (r *reassigner) complete(tp TopicPartition, a assignment) bool {
+	if !a.being() {
+		return true
+	}
+	st := r.ct.ctx.states[tp]
+	if st == nil {
 		return false
 	}
-	for _, id := range rc.target {
+	for _, id := range a.target() {
 		if !slices.Contains(st.isr, id) {
 			return false
 		}
@@ -181,42 +248,47 @@ func (r *reassigner) targetInIsr(tp TopicPartition, st *leaderIsr) bool {
 	return true
 }
 
-// onPartitionReassignment runs steps 1–3 while RAR is not in the ISR, else steps 5–12.
-func (r *reassigner) onPartitionReassignment(tp TopicPartition) error {
-	rc := r.inProgress[tp]
-	st := r.ct.ctx.states[tp]
-	if rc == nil || st == nil {
-		return nil
+// onPartitionReassignment runs U1, then A1–A2 while TRS is not in the ISR, else B1–B8.
+func (r *reassigner) onPartitionReassignment(tp TopicPartition, a assignment) error {
+	if err := r.updateCurrent(tp, a); err != nil {
+		return err
 	}
-	if !r.targetInIsr(tp, st) {
-		return r.start(tp, rc)
+	if !r.complete(tp, a) {
+		return r.start(tp, a)
 	}
-	return r.complete(tp, rc)
+	return r.finish(tp, a)
 }
 
-// start is steps 1–3: AR = OAR+RAR in ZooKeeper, LeaderAndIsr with the leader epoch bumped to
-// OAR+RAR, and RAR−OAR → NewReplica (their LeaderAndIsr has isNew=true and makes them
-// followers outside the ISR; the leader adds them once caught up: S6, S11, K4).
-func (r *reassigner) start(tp TopicPartition, rc *reassignCtx) error {
+// updateCurrent is U1 (Kafka's updateCurrentReassignment).
+func (r *reassigner) updateCurrent(tp TopicPartition, a assignment) error {
 	ct := r.ct
-	cur := ct.ctx.replicas(tp)
-	all := slices.Clone(rc.target)
-	for _, id := range cur {
-		if !slices.Contains(all, id) {
-			all = append(all, id)
-		}
-	}
-	var added []partitionReplica
-	var addedIDs []int32
-	for _, id := range rc.target {
-		if !slices.Contains(cur, id) {
-			added = append(added, partitionReplica{tp, id})
-			addedIDs = append(addedIDs, id)
-		}
-	}
-	if !slices.Equal(all, cur) {
-		if err := r.writeAssignment(tp, all); err != nil {
+	cur := r.current(tp)
+	if !cur.equal(a) {
+		if err := r.writeAssignment(tp, a); err != nil {
 			return err
+		}
+		r.inProgress[tp] = &reassignCtx{adding: slices.Clone(a.adding), removing: slices.Clone(a.removing)}
+		if unneeded := minus(cur.replicas, a.replicas); len(unneeded) > 0 {
+			ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("replicas", unneeded).
+				Info("reassignment: stopping the replicas the new assignment no longer has")
+			if err := r.stopRemoved(tp, unneeded); err != nil {
+				return err
+			}
+		}
+	}
+	if _, ok := r.inProgress[tp]; !ok {
+		r.inProgress[tp] = &reassignCtx{}
+	}
+	return ct.zk.watchState(tp, evReassignIsrChange)
+}
+
+// start is A1–A2: LeaderAndIsr with the leader epoch bumped to RS, and AR → NewReplica.
+func (r *reassigner) start(tp TopicPartition, a assignment) error {
+	ct := r.ct
+	var added []partitionReplica
+	for _, id := range a.adding {
+		if ct.rsm.state(tp, id) == NonExistentReplica {
+			added = append(added, partitionReplica{tp, id})
 		}
 	}
 	b := ct.newBatch()
@@ -230,108 +302,125 @@ func (r *reassigner) start(tp TopicPartition, rc *reassignCtx) error {
 		return err
 	}
 	b.send()
-	ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("target", rc.target).
-		WithField("replicas", all).WithField("newReplicas", addedIDs).Info("reassignment: new replicas started; waiting for them to join the ISR")
+	ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("target", a.target()).
+		WithField("replicas", a.replicas).WithField("adding", a.adding).WithField("removing", a.removing).
+		Info("reassignment: adding replicas started; waiting for them to join the ISR")
 	return nil
 }
 
-// complete is steps 5–12, once RAR ⊆ ISR (step 4).
-func (r *reassigner) complete(tp TopicPartition, rc *reassignCtx) error {
+// finish is B1–B8, once TRS ⊆ ISR.
+func (r *reassigner) finish(tp TopicPartition, a assignment) error {
 	ct := r.ct
-	l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("target", rc.target)
-	old := slices.DeleteFunc(slices.Clone(ct.ctx.replicas(tp)), func(id int32) bool { return slices.Contains(rc.target, id) })
-	// Step 5: RAR → OnlineReplica (no request).
-	var targets []partitionReplica
-	for _, id := range rc.target {
+	target := a.target()
+	l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("target", target)
+	// B1: AR → OnlineReplica (no request).
+	var adding []partitionReplica
+	for _, id := range a.adding {
 		if ct.rsm.state(tp, id) != OnlineReplica {
-			targets = append(targets, partitionReplica{tp, id})
+			adding = append(adding, partitionReplica{tp, id})
 		}
 	}
-	ct.rsm.transitionOnly(targets, OnlineReplica)
-	// Step 6: AR = RAR in memory.
-	ct.ctx.assignments[tp.Topic][tp.Partition] = slices.Clone(rc.target)
-	// Step 7: Reassign election when the leader is not in RAR or not live, else an epoch
-	// bump; LeaderAndIsr to RAR.
+	ct.rsm.transitionOnly(adding, OnlineReplica)
+	// B2: RS = TRS in memory.
+	ct.ctx.assignments[tp.Topic][tp.Partition] = slices.Clone(target)
+	// B3: Reassign election when the leader is not in TRS or not live, else an epoch bump;
+	// LeaderAndIsr to TRS.
 	b := ct.newBatch()
 	elect := func(_ TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
-		next, changed := reassignElection(rc.target, cur, ct.ctx)
+		next, changed := reassignElection(target, cur, ct.ctx)
 		return next, changed, false
 	}
 	if err := ct.psm.elect([]TopicPartition{tp}, b, elect, ct.ctx.liveReplicas); err != nil {
 		return err
 	}
 	b.send()
-	if s := ct.ctx.states[tp]; s == nil || !slices.Contains(rc.target, s.leader) || !ct.ctx.isLive(s.leader) {
-		// No RAR replica is live and in the ISR (they died meanwhile): keep OAR+RAR and
-		// wait for the next ISR change, like Kafka's failed state change.
-		ct.ctx.assignments[tp.Topic][tp.Partition] = append(slices.Clone(rc.target), old...)
+	if s := ct.ctx.states[tp]; s == nil || !slices.Contains(target, s.leader) || !ct.ctx.isLive(s.leader) {
+		// No TRS replica is live and in the ISR (they died meanwhile): keep RS and wait for
+		// the next ISR change, like Kafka's failed state change.
+		ct.ctx.assignments[tp.Topic][tp.Partition] = slices.Clone(a.replicas)
 		l.Error("reassignment: no target replica is live and in the ISR; cannot move the leader yet")
 		return nil
 	}
-	// Step 8: OAR−RAR → OfflineReplica: StopReplica(delete=false) to the live ones, then out
-	// of the ISR with the leader epoch bumped (the ISR is never emptied); LeaderAndIsr to RAR.
-	oldReplicas := make([]partitionReplica, 0, len(old))
-	for _, id := range old {
-		oldReplicas = append(oldReplicas, partitionReplica{tp, id})
-	}
-	b = ct.newBatch()
-	if err := ct.rsm.handleStateChanges(oldReplicas, OfflineReplica, b); err != nil {
+	// B4, B5: RR → OfflineReplica → NonExistentReplica.
+	if err := r.stopRemoved(tp, a.removing); err != nil {
 		return err
 	}
-	b.send()
-	// Step 9: OAR−RAR → ReplicaDeletionStarted: StopReplica(delete=true) deletes the logs
-	// (S22); then ReplicaDeletionSuccessful → NonExistentReplica.
-	b = ct.newBatch()
-	if err := ct.rsm.handleStateChanges(oldReplicas, ReplicaDeletionStarted, b); err != nil {
+	// B6: RS = TRS in ZK, AR = RR = [].
+	done := assignment{replicas: target}
+	if err := r.writeAssignment(tp, done); err != nil {
 		return err
 	}
-	b.send()
-	ct.rsm.transitionOnly(ct.rsm.transitionOnly(oldReplicas, ReplicaDeletionSuccessful), NonExistentReplica)
-	// Step 10: AR = RAR in ZK.
-	if err := r.writeAssignment(tp, rc.target); err != nil {
-		return err
-	}
-	// Step 11: remove the partition from /admin/reassign_partitions.
-	if err := r.removeFromZNode([]TopicPartition{tp}); err != nil {
-		return err
-	}
+	// B7: the ISR watch is dropped; the partition leaves /admin/reassign_partitions.
 	r.stop(tp)
-	// Step 12: UpdateMetadata to every live broker.
+	if err := r.removeFromZNode(func(p TopicPartition, replicas []int32) bool {
+		return p == tp && slices.Equal(replicas, target)
+	}); err != nil {
+		return err
+	}
+	// B8: UpdateMetadata to every live broker.
 	b = ct.newBatch()
 	b.updateMetadata(ct.ctx.liveIDs(), []TopicPartition{tp})
 	b.send()
 	s := ct.ctx.states[tp]
-	l.WithField("removed", old).WithField("leader", s.leader).WithField("isr", s.isr).
+	l.WithField("removed", a.removing).WithField("leader", s.leader).WithField("isr", s.isr).
 		WithField("leaderEpoch", s.leaderEpoch).Info("partition reassignment completed")
 	return nil
 }
 
-// writeAssignment sets tp's replicas in /brokers/topics/<t> (fenced) and in memory. The
-// other partitions are taken from ZooKeeper, so a concurrent partition addition survives.
-func (r *reassigner) writeAssignment(tp TopicPartition, replicas []int32) error {
+// stopRemoved is B4–B5 (stopRemovedReplicasOfReassignedPartition): replicas → OfflineReplica
+// (StopReplica(delete=false), out of the ISR with the leader epoch bumped; the ISR is never
+// emptied) → ReplicaDeletionStarted (StopReplica(delete=true) deletes the logs, S22) →
+// ReplicaDeletionSuccessful → NonExistentReplica.
+func (r *reassigner) stopRemoved(tp TopicPartition, ids []int32) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ct := r.ct
+	prs := make([]partitionReplica, 0, len(ids))
+	for _, id := range ids {
+		prs = append(prs, partitionReplica{tp, id})
+	}
+	b := ct.newBatch()
+	if err := ct.rsm.handleStateChanges(prs, OfflineReplica, b); err != nil {
+		return err
+	}
+	b.send()
+	b = ct.newBatch()
+	if err := ct.rsm.handleStateChanges(prs, ReplicaDeletionStarted, b); err != nil {
+		return err
+	}
+	b.send()
+	ct.rsm.transitionOnly(ct.rsm.transitionOnly(prs, ReplicaDeletionSuccessful), NonExistentReplica)
+	return nil
+}
+
+// writeAssignment sets tp's RS, AR and RR in /brokers/topics/<t> (fenced) and RS in memory.
+// The other partitions are taken from ZooKeeper, so a concurrent partition addition survives.
+func (r *reassigner) writeAssignment(tp TopicPartition, a assignment) error {
 	ct := r.ct
 	data, st, err := ct.conn.Get(zkdata.TopicPath(tp.Topic))
 	if err != nil {
 		return err
 	}
-	a, err := zkdata.DecodeTopic(tp.Topic, data)
+	full, err := zkdata.DecodeTopicFull(tp.Topic, data)
 	if err != nil {
 		return err
 	}
-	a[tp.Partition] = slices.Clone(replicas)
-	if _, err := ct.zk.fencedMulti(&zk.SetDataRequest{Path: zkdata.TopicPath(tp.Topic), Data: zkdata.EncodeTopic(a), Version: st.Version}); err != nil {
+	full[tp.Partition] = zkdata.ReplicaAssignment{Replicas: slices.Clone(a.replicas), Adding: slices.Clone(a.adding), Removing: slices.Clone(a.removing)}
+	if _, err := ct.zk.fencedMulti(&zk.SetDataRequest{Path: zkdata.TopicPath(tp.Topic), Data: zkdata.EncodeTopicFull(full), Version: st.Version}); err != nil {
 		return err
 	}
 	if ct.ctx.assignments[tp.Topic] == nil {
 		ct.ctx.assignments[tp.Topic] = map[int32][]int32{}
 	}
-	ct.ctx.assignments[tp.Topic][tp.Partition] = slices.Clone(replicas)
+	ct.ctx.assignments[tp.Topic][tp.Partition] = slices.Clone(a.replicas)
 	return nil
 }
 
-// removeFromZNode drops tps from /admin/reassign_partitions with a fenced compare-and-set,
-// deleting the znode when nothing is left (step 11).
-func (r *reassigner) removeFromZNode(tps []TopicPartition) error {
+// removeFromZNode drops the entries drop selects from /admin/reassign_partitions with a
+// fenced compare-and-set, deleting the znode when nothing is left (Kafka's
+// maybeRemoveFromZkReassignment).
+func (r *reassigner) removeFromZNode(drop func(TopicPartition, []int32) bool) error {
 	ct := r.ct
 	for attempt := 0; attempt < 10; attempt++ {
 		data, st, err := ct.conn.Get(zkdata.PathReassignPartitions)
@@ -345,9 +434,12 @@ func (r *reassigner) removeFromZNode(tps []TopicPartition) error {
 		if derr != nil {
 			parts = nil
 		}
-		left := slices.DeleteFunc(parts, func(p zkdata.PartitionReassignment) bool {
-			return slices.Contains(tps, TopicPartition{Topic: p.Topic, Partition: p.Partition})
+		left := slices.DeleteFunc(slices.Clone(parts), func(p zkdata.PartitionReassignment) bool {
+			return drop(TopicPartition{Topic: p.Topic, Partition: p.Partition}, p.Replicas)
 		})
+		if derr == nil && len(left) == len(parts) {
+			return nil
+		}
 		var op any
 		if len(left) == 0 {
 			op = &zk.DeleteRequest{Path: zkdata.PathReassignPartitions, Version: st.Version}
@@ -378,13 +470,10 @@ func (r *reassigner) forgetTopic(topic string) {
 			tps = append(tps, tp)
 		}
 	}
-	if len(tps) == 0 {
-		return
-	}
 	for _, tp := range tps {
 		r.stop(tp)
 	}
-	if err := r.removeFromZNode(tps); err != nil {
+	if err := r.removeFromZNode(func(tp TopicPartition, _ []int32) bool { return tp.Topic == topic }); err != nil {
 		r.ct.log.WithError(err).WithField("topic", topic).Warn("cannot remove the deleted topic's partitions from /admin/reassign_partitions")
 	}
 }

@@ -126,3 +126,28 @@ func TestReassignmentJSON(t *testing.T) {
 		t.Fatalf("type error: %v", err)
 	}
 }
+
+// TestTopicFullRoundTrip: the KIP-455 maps carry only the partitions being reassigned, and
+// a version 1 znode (no maps) decodes with none.
+func TestTopicFullRoundTrip(t *testing.T) {
+	in := map[int32]ReplicaAssignment{
+		0: {Replicas: []int32{2, 3, 1}, Adding: []int32{3}, Removing: []int32{1}},
+		1: {Replicas: []int32{1, 2}},
+	}
+	data := EncodeTopicFull(in)
+	want := `{"version":2,"partitions":{"0":[2,3,1],"1":[1,2]},"adding_replicas":{"0":[3]},"removing_replicas":{"0":[1]}}`
+	if string(data) != want {
+		t.Fatalf("encoded %s, want %s", data, want)
+	}
+	out, err := DecodeTopicFull("t", data)
+	if err != nil || !reflect.DeepEqual(out, in) {
+		t.Fatalf("decoded %+v %v", out, err)
+	}
+	v1, err := DecodeTopicFull("t", []byte(`{"version":1,"partitions":{"0":[1,2]}}`))
+	if err != nil || len(v1[0].Adding) != 0 || len(v1[0].Removing) != 0 || !reflect.DeepEqual(v1[0].Replicas, []int32{1, 2}) {
+		t.Fatalf("version 1: %+v %v", v1, err)
+	}
+	if _, err := DecodeTopicFull("t", []byte(`{"version":2,"partitions":{"0":[1]},"adding_replicas":{"5":[2]}}`)); err == nil {
+		t.Fatal("adding replicas of an unknown partition accepted")
+	}
+}

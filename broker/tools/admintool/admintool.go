@@ -79,7 +79,7 @@ func clean(err error) string {
 // Commands returns the `topics`, `cluster`, `leader-election`, `reassign-partitions` and
 // `consumer-groups` commands.
 func Commands() []*cli.Command {
-	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand(), consumerGroupsCommand(), configsCommand(), deleteRecordsCommand()}
+	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand(), consumerGroupsCommand(), configsCommand(), deleteRecordsCommand(), logDirsCommand()}
 }
 
 // zkFlags returns fresh --zookeeper flags (urfave/cli flags keep per-run state).

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -43,6 +44,17 @@ const reassignDescription = `Move partition replicas between brokers, like Kafka
 
 The controller adds the new replicas, which join the ISR once caught up; only then does
 leadership move and the old replicas are removed and their logs deleted.
+With --bootstrap-server B instead of --zookeeper (Kafka 2.5's KIP-455 mode):
+  --execute --reassignment-json-file F
+      Prints the current assignment and sends AlterPartitionReassignments to the controller.
+  --verify --reassignment-json-file F
+      "Reassignment of partition t-0 is complete." or "... is still in progress.", then for
+      each adding replica the bytes copied so far and left (leader's log size minus the
+      replica's, from DescribeLogDirs). Exit status 0 only when all completed.
+  --cancel --reassignment-json-file F
+      Cancels the plan's partitions still moving: the original replicas are restored and
+      the adding replicas deleted.
+
 Errors are one line on stderr with exit status 1.`
 
 func reassignCommand() *cli.Command {
@@ -55,6 +67,9 @@ func reassignCommand() *cli.Command {
 		&cli.StringFlag{Name: "broker-list", Usage: `--generate: target broker ids, e.g. "1,2,3"`},
 		&cli.StringFlag{Name: "reassignment-json-file", Usage: "--execute/--verify: the reassignment plan (Kafka's JSON)"},
 		&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "--execute: replication throttle in bytes/s for the moving replicas"},
+		&cli.StringFlag{Name: "bootstrap-server", Usage: "use the Kafka protocol (KIP-455) instead of --zookeeper: host:port[,host:port]"},
+		&cli.BoolFlag{Name: "cancel", Usage: "--bootstrap-server: cancel the reassignment of the partitions of --reassignment-json-file"},
+		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "with --bootstrap-server: give up after this time"},
 	)
 	return &cli.Command{
 		Name:        "reassign-partitions",
@@ -70,17 +85,25 @@ func reassignAction(c *cli.Context) error {
 		return failf("unexpected argument %q (flags only; see isrbroker reassign-partitions --help)", c.Args().First())
 	}
 	var verbs []string
-	for _, v := range []string{"generate", "execute", "verify"} {
+	for _, v := range []string{"generate", "execute", "verify", "cancel"} {
 		if c.Bool(v) {
 			verbs = append(verbs, v)
 		}
 	}
 	if len(verbs) != 1 {
-		return failf("exactly one of --generate, --execute or --verify is required")
+		return failf("exactly one of --generate, --execute, --verify or --cancel is required")
 	}
 	verb := verbs[0]
-	if strings.TrimSpace(c.String("zookeeper")) == "" {
-		return failf("--zookeeper is required")
+	kafka := strings.TrimSpace(c.String("bootstrap-server")) != ""
+	switch {
+	case kafka && strings.TrimSpace(c.String("zookeeper")) != "":
+		return failf("only one of --zookeeper or --bootstrap-server may be given")
+	case kafka && (verb == "generate" || c.IsSet("throttle")):
+		return failf("--bootstrap-server supports --execute, --verify and --cancel without --throttle; use --zookeeper for --generate and --throttle")
+	case !kafka && verb == "cancel":
+		return failf("--cancel needs --bootstrap-server")
+	case !kafka && strings.TrimSpace(c.String("zookeeper")) == "":
+		return failf("--zookeeper or --bootstrap-server is required")
 	}
 	if c.IsSet("throttle") && verb != "execute" {
 		return failf("--throttle is only valid with --execute")
@@ -114,6 +137,9 @@ func reassignAction(c *cli.Context) error {
 		if plan, err = readReassignmentFile(planFile); err != nil {
 			return err
 		}
+	}
+	if kafka {
+		return reassignKafka(c, verb, plan)
 	}
 	coord, err := connectZK(c)
 	if err != nil {

@@ -1,0 +1,50 @@
+package replicamanager
+
+import "github.com/isrbroker/isrbroker/logstore"
+
+// LogDirInfo is one log dir of this broker as DescribeLogDirs reports it (Kafka's
+// ReplicaManager.describeLogDirs): the dir's absolute path, its error code (always 0: a log
+// dir that fails at startup fails the broker, so no dir is ever offline) and its replicas.
+type LogDirInfo struct {
+	Dir       string
+	ErrorCode int16
+	Replicas  map[TopicPartition]ReplicaInfo
+}
+
+// ReplicaInfo is one partition's log in a log dir: Size is the bytes of all its segments;
+// OffsetLag is max(HW − LEO, 0) for a hosted partition (Kafka's getLogEndOffsetLag for a
+// current log: 0 for a leader and for a follower, whose HW never passes its LEO) and -1 when
+// the log is not part of a hosted partition (not created yet or being deleted). isrbroker has
+// no future logs (no moves between log dirs), so IsFuture is always false.
+type ReplicaInfo struct {
+	Size      int64
+	OffsetLag int64
+	IsFuture  bool
+}
+
+// DescribeLogDirs describes every log dir with the logs of the partitions want accepts
+// (want == nil: every log).
+func (rm *ReplicaManager) DescribeLogDirs(want func(TopicPartition) bool) []LogDirInfo {
+	byDir := rm.logs.LogsByDir()
+	out := make([]LogDirInfo, 0, len(byDir))
+	for dir, logs := range byDir {
+		info := LogDirInfo{Dir: dir, Replicas: map[TopicPartition]ReplicaInfo{}}
+		for tp, l := range logs {
+			if want != nil && !want(tp) {
+				continue
+			}
+			info.Replicas[tp] = ReplicaInfo{Size: l.Size(), OffsetLag: rm.logEndOffsetLag(tp, l)}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// logEndOffsetLag is Kafka's getLogEndOffsetLag for a current (not future) log.
+func (rm *ReplicaManager) logEndOffsetLag(tp TopicPartition, l *logstore.Log) int64 {
+	p := rm.getPartition(tp)
+	if p == nil || p.log != l {
+		return -1
+	}
+	return max(p.highWatermark()-l.LogEndOffset(), 0)
+}
