@@ -16,11 +16,20 @@ import (
 //   - v1+ answer timestamp and offset; v4+ the leader epoch. current_leader_epoch (v4+) is passed down
 //     for fencing (FENCED/UNKNOWN_LEADER_EPOCH).
 //   - A partition listed twice (v1+) → INVALID_REQUEST for it, as Kafka.
+//   - replica_id -2 (Kafka's DebuggingConsumerId) is answered by any local replica, follower
+//     included, with its LEO as latest (AnyReplicaOffsetLister; `reassign-partitions --verify`
+//     reads an adding replica's progress this way).
 //
 // Deviations: v0 is not advertised: its max_num_offsets and its timestamp lookup by segment
 // modification time (a list of segment base offsets) are not served (docs/compatibility.md).
 
 func init() { regKey(kmsg.ListOffsets, 1, 6, handleListOffsets) }
+
+// AnyReplicaOffsetLister answers ListOffsets for the debugging replica id from a follower too;
+// *replicamanager.ReplicaManager implements it.
+type AnyReplicaOffsetLister interface {
+	ListOffsetsAnyReplica(parts []rm.ListOffsetsPartition) []rm.ListOffsetsResult
+}
 
 func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -44,7 +53,11 @@ func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 		}
 	}
 	var results []rm.ListOffsetsResult
-	if len(parts) > 0 {
+	switch dbg, ok := s.replicas.(AnyReplicaOffsetLister); {
+	case len(parts) == 0:
+	case req.ReplicaID == rm.DebuggingReplicaID && ok:
+		results = dbg.ListOffsetsAnyReplica(parts)
+	default:
 		results = s.replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)
 	}
 	byTP := make(map[rm.TopicPartition]rm.ListOffsetsResult, len(results))

@@ -27,6 +27,8 @@ func adminErrorCode(err error) (int16, string) {
 		return kerr.InvalidReplicationFactor.Code, err.Error()
 	case errors.Is(err, zkcoord.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code, err.Error()
+	case errors.Is(err, zkcoord.ErrReassignmentInProgress):
+		return kerr.ReassignmentInProgress.Code, err.Error()
 	case errors.Is(err, zkcoord.ErrInvalidTopic):
 		return kerr.InvalidTopicException.Code, err.Error()
 	case errors.Is(err, zkcoord.ErrTopicDeletionDisabled):

@@ -314,7 +314,7 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 	})
 	r := admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
 	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "Reassignment of partition tooled-0 is still in progress.") ||
-		!regexp.MustCompile(`Adding replica 3: \d+ of [1-9]\d+ bytes copied from leader [12], [1-9]\d* bytes left\.`).MatchString(r.Stdout) {
+		!regexp.MustCompile(`Adding replica 3: \d+ of [1-9]\d+ bytes copied from leader [12], [1-9]\d* bytes and [1-9]\d* offsets left\.`).MatchString(r.Stdout) {
 		t.Fatalf("verify in progress: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
 	}
 	out = adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--cancel", "--reassignment-json-file", plan)

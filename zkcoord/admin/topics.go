@@ -256,9 +256,19 @@ func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions
 	if err != nil {
 		return nil, err
 	}
-	existing, err := zkdata.DecodeTopic(topic, data)
+	full, err := zkdata.DecodeTopicFull(topic, data)
 	if err != nil {
 		return nil, err
+	}
+	existing := make(map[int32][]int32, len(full))
+	for p, a := range full {
+		// A KIP-455 reassignment keeps its adding/removing replicas in this znode; growing
+		// the topic meanwhile is refused, as Kafka 2.4 refuses it while /admin/reassign_partitions
+		// exists (docs/kafka-facts.md, "KIP-455 reassignments").
+		if len(a.Adding) > 0 || len(a.Removing) > 0 {
+			return nil, fmt.Errorf("%w: a partition reassignment is in progress for topic %s (partition %d)", ErrReassignmentInProgress, topic, p)
+		}
+		existing[p] = a.Replicas
 	}
 	if ok, _, err := adm.conn.Exists(zkdata.DeleteTopicPath(topic)); err != nil {
 		return nil, err
@@ -328,14 +338,16 @@ func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	all := make(map[int32][]int32, numPartitions)
+	// The compare-and-set on the version read above keeps a reassignment that started since
+	// from being overwritten: its write bumps the version and this Set fails.
+	all := make(map[int32]zkdata.ReplicaAssignment, numPartitions)
 	for p, r := range existing {
-		all[p] = r
+		all[p] = zkdata.ReplicaAssignment{Replicas: r}
 	}
 	for p, r := range added {
-		all[p] = r
+		all[p] = zkdata.ReplicaAssignment{Replicas: r}
 	}
-	if _, err := adm.conn.Set(zkdata.TopicPath(topic), zkdata.EncodeTopic(all), st.Version); err != nil {
+	if _, err := adm.conn.Set(zkdata.TopicPath(topic), zkdata.EncodeTopicFull(all), st.Version); err != nil {
 		if errors.Is(err, zk.ErrBadVersion) {
 			return nil, fmt.Errorf("zkcoord: topic %s was modified concurrently; retry", topic)
 		}

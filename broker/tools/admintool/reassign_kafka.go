@@ -8,10 +8,13 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
 	"github.com/isrbroker/isrbroker/zkcoord"
@@ -33,7 +36,7 @@ func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassign
 		return err
 	}
 	defer cl.Close()
-	k := &reassignKafkaRun{adm: kadm.NewClient(cl), out: c.App.Writer, addr: bootstrap, timeout: timeout}
+	k := &reassignKafkaRun{cl: cl, adm: kadm.NewClient(cl), out: c.App.Writer, addr: bootstrap, timeout: timeout}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
 	switch verb {
@@ -47,6 +50,7 @@ func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassign
 }
 
 type reassignKafkaRun struct {
+	cl      *kgo.Client
 	adm     *kadm.Client
 	out     io.Writer
 	addr    string
@@ -187,9 +191,11 @@ func joinTPs(plan []zkcoord.PartitionReassignment) string {
 }
 
 // verify prints Kafka's status lines; under a partition still moving, one line per adding
-// replica with the bytes it still has to copy: the leader's log size minus the replica's
-// (DescribeLogDirs sizes; 0 once the replica holds as many bytes). Exit status 0 only when
-// every partition of the plan is complete.
+// replica with the bytes and offsets it still has to copy: the leader's log size minus the
+// replica's (DescribeLogDirs sizes; 0 once the replica holds as many bytes) and the leader's
+// LEO minus the replica's (ListOffsets latest with the debugging replica id -2, which any
+// replica answers with its own LEO; "?" when a broker does not answer). Exit status 0 only
+// when every partition of the plan is complete.
 func (k *reassignKafkaRun) verify(ctx context.Context, plan []zkcoord.PartitionReassignment) error {
 	ongoing, err := k.adm.ListPartitionReassignments(ctx, planSet(plan))
 	if err != nil {
@@ -218,14 +224,19 @@ func (k *reassignKafkaRun) verify(ctx context.Context, plan []zkcoord.PartitionR
 			fmt.Fprintf(k.out, "Reassignment of partition %s is still in progress.\n", name)
 			leader := m.Topics[p.Topic].Partitions[p.Partition].Leader
 			leaderSize, _ := replicaSize(sizes, leader, p.Topic, p.Partition)
+			leaderLEO, leaderOK := k.replicaLEO(ctx, leader, p.Topic, p.Partition)
 			for _, id := range o.AddingReplicas {
+				offsetsLeft := "?"
+				if leo, ok := k.replicaLEO(ctx, id, p.Topic, p.Partition); ok && leaderOK {
+					offsetsLeft = strconv.FormatInt(max(leaderLEO-leo, 0), 10)
+				}
 				size, ok := replicaSize(sizes, id, p.Topic, p.Partition)
 				if !ok {
-					fmt.Fprintf(k.out, "  Adding replica %d: no log yet; %d bytes to copy from leader %d.\n", id, leaderSize, leader)
+					fmt.Fprintf(k.out, "  Adding replica %d: no log yet; %d bytes and %s offsets to copy from leader %d.\n", id, leaderSize, offsetsLeft, leader)
 					continue
 				}
-				fmt.Fprintf(k.out, "  Adding replica %d: %d of %d bytes copied from leader %d, %d bytes left.\n",
-					id, min(size, leaderSize), leaderSize, leader, max(leaderSize-size, 0))
+				fmt.Fprintf(k.out, "  Adding replica %d: %d of %d bytes copied from leader %d, %d bytes and %s offsets left.\n",
+					id, min(size, leaderSize), leaderSize, leader, max(leaderSize-size, 0), offsetsLeft)
 			}
 			continue
 		}
@@ -244,6 +255,28 @@ func (k *reassignKafkaRun) verify(ctx context.Context, plan []zkcoord.PartitionR
 		return failf("%d of %d partitions do not have the planned replicas", wrong, len(plan))
 	}
 	return nil
+}
+
+// replicaLEO asks broker for its replica's log end offset of topic-p: ListOffsets latest with
+// the debugging replica id (-2), which a follower answers too (broker/02_list_offsets.go).
+func (k *reassignKafkaRun) replicaLEO(ctx context.Context, broker int32, topic string, p int32) (int64, bool) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -2
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = p, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, k.cl.Broker(int(broker)))
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, false
+	}
+	got := resp.Topics[0].Partitions[0]
+	if got.ErrorCode != 0 || got.Offset < 0 {
+		return 0, false
+	}
+	return got.Offset, true
 }
 
 func planTopics(plan []zkcoord.PartitionReassignment) []string {
