@@ -82,9 +82,15 @@ type cleaner struct {
 	cfg CleanerConfig
 	log logrus.FieldLogger
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	wake   chan struct{}
+	static CleanerConfig // as StartCleaner got it (server.properties); ReconfigureCleaner overrides it
+
+	// restartMu serialises stop and ReconfigureCleaner's restart; cancel and wg change only
+	// under it, and stopped is set by stop (Close) for good.
+	restartMu sync.Mutex
+	stopped   bool
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	wake      chan struct{}
 
 	mu            sync.Mutex
 	inProgress    map[*Log]bool
@@ -111,28 +117,26 @@ func (m *Manager) StartCleaner(cfg CleanerConfig) {
 		m.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	c := &cleaner{
-		m: m, cfg: cfg, log: m.log.WithField("component", "log-cleaner"),
-		cancel: cancel, wake: make(chan struct{}, 1),
+		m: m, cfg: cfg, static: cfg, log: m.log.WithField("component", "log-cleaner"),
+		wake:       make(chan struct{}, 1),
 		inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
 		timeOfLastRun: m.now(), lastStats: make([]cleanerStats, cfg.Threads),
 	}
+	c.restartMu.Lock()
 	m.cleaner = c
 	m.mu.Unlock()
 	c.registerMetrics()
-	for i := 0; i < cfg.Threads; i++ {
-		c.wg.Add(1)
-		go func(id int) {
-			defer c.wg.Done()
-			c.run(ctx, id)
-		}(i)
-	}
+	c.startThreads()
+	c.restartMu.Unlock()
 	c.log.WithFields(logrus.Fields{"threads": cfg.Threads, "dedupeBufferSize": cfg.DedupeBufferSize, "backoff": cfg.Backoff}).Info("started log cleaner")
 }
 
 // stop cancels the threads (an in-progress cleaning aborts at its next batch) and waits.
 func (c *cleaner) stop() {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	c.stopped = true
 	c.cancel()
 	c.wg.Wait()
 }

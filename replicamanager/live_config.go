@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/logstore/configdef"
 )
 
@@ -43,7 +45,8 @@ type liveConfigs struct {
 	// deliveries counts the listener's deliveries per topic: a partition created while one
 	// arrived takes the delivered overrides instead of its own (older) read.
 	deliveries  map[string]uint64
-	numFetchers int // num.replica.fetchers in effect
+	numFetchers int                       // num.replica.fetchers in effect
+	cleaner     logstore.CleanerOverrides // dynamic log.cleaner.threads/dedupe.buffer.size/backoff.ms in effect
 }
 
 // brokerToTopicKey maps a dynamic broker log key to its topic key (LogConfig.TopicConfigSynonyms
@@ -118,7 +121,7 @@ func (rm *ReplicaManager) applyBrokerEntity(name string, cfg map[string]string) 
 		old, rm.live.perBroker = rm.live.perBroker, cfg
 	}
 	rm.logChanges("brokers/"+name, old, cfg, func(k string) bool { return dynamicBrokerKey(k, name == "<default>") != nil })
-	base, fetchers := rm.brokerLevelLocked()
+	base, fetchers, cleaner := rm.brokerLevelLocked()
 	if base != rm.live.base {
 		rm.live.base = base
 		for _, p := range rm.allPartitions() {
@@ -131,7 +134,16 @@ func (rm *ReplicaManager) applyBrokerEntity(name string, cfg map[string]string) 
 			r.ResizeThreadPool(fetchers)
 		}
 	}
+	if cleaner != rm.live.cleaner {
+		rm.live.cleaner = cleaner
+		if rm.logs != nil {
+			rm.logs.ReconfigureCleaner(cleaner) // restarts the cleaner threads (LogCleaner.reconfigure)
+		}
+	}
 }
+
+// cleanerThreadKeys are the dynamic cleaner settings whose change restarts the cleaner threads.
+var cleanerThreadKeys = map[string]bool{"log.cleaner.threads": true, "log.cleaner.dedupe.buffer.size": true, "log.cleaner.backoff.ms": true}
 
 // dynamicBrokerKey returns the broker key k if it may be set dynamically (per broker, or
 // cluster-wide when clusterDefault) and isrbroker applies it live; nil otherwise.
@@ -140,7 +152,7 @@ func dynamicBrokerKey(k string, clusterDefault bool) *configdef.Key {
 	if !ok || !key.AppliesLive() || (clusterDefault && key.Dynamic != configdef.ClusterWide) {
 		return nil
 	}
-	if _, ok := brokerToTopicKey[k]; !ok && k != "num.replica.fetchers" {
+	if _, ok := brokerToTopicKey[k]; !ok && k != "num.replica.fetchers" && !cleanerThreadKeys[k] {
 		return nil // live elsewhere
 	}
 	return key
@@ -149,9 +161,10 @@ func dynamicBrokerKey(k string, clusterDefault bool) *configdef.Key {
 // brokerLevelLocked computes the broker level of the topic configs and num.replica.fetchers:
 // the static config, then the cluster default, then this broker's dynamic config. Invalid
 // values are logged and skipped (they are validated when written).
-func (rm *ReplicaManager) brokerLevelLocked() (topicConfig, int) {
+func (rm *ReplicaManager) brokerLevelLocked() (topicConfig, int, logstore.CleanerOverrides) {
 	tc := rm.staticTopicDefaults()
 	fetchers := rm.cfg.NumReplicaFetchers
+	var cleaner logstore.CleanerOverrides
 	for _, layer := range []struct {
 		entity string
 		cfg    map[string]string
@@ -166,14 +179,24 @@ func (rm *ReplicaManager) brokerLevelLocked() (topicConfig, int) {
 				rm.dynLog().WithFields(logrus.Fields{"entity": layer.entity, "key": k, "value": layer.cfg[k]}).WithError(err).Warn("ignoring invalid dynamic broker config value")
 				continue
 			}
-			if k == "num.replica.fetchers" {
+			switch k {
+			case "num.replica.fetchers":
 				fetchers = int(v.(int64))
+				continue
+			case "log.cleaner.threads":
+				cleaner.Threads = int(v.(int64))
+				continue
+			case "log.cleaner.dedupe.buffer.size":
+				cleaner.DedupeBufferSize = v.(int64)
+				continue
+			case "log.cleaner.backoff.ms":
+				cleaner.Backoff = configdef.Scale(v.(int64), time.Millisecond)
 				continue
 			}
 			applyTopicConfig(&tc, brokerToTopicKey[k], v)
 		}
 	}
-	return tc, fetchers
+	return tc, fetchers, cleaner
 }
 
 // logChanges logs each key whose value changed between old and cfg, and whether isrbroker

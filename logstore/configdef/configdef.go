@@ -243,8 +243,10 @@ func ThrottledReplicas() *Validator {
 }
 
 // liveBrokerKeys are the dynamic broker keys without a topic synonym that isrbroker applies
-// live (the replica manager resizes its fetcher pool).
-var liveBrokerKeys = map[string]bool{"num.replica.fetchers": true}
+// live: the replica manager resizes its fetcher pool, and restarts the log cleaner's threads
+// with new thread settings (Kafka's LogCleaner.reconfigure).
+var liveBrokerKeys = map[string]bool{"num.replica.fetchers": true,
+	"log.cleaner.threads": true, "log.cleaner.dedupe.buffer.size": true, "log.cleaner.backoff.ms": true}
 
 // AppliesLive reports whether isrbroker applies a changed value of a used key without a
 // restart: every topic key (/config/topics), every dynamic-only broker key, and a dynamic
