@@ -288,10 +288,29 @@ func TestAPIReassignmentSurvivesControllerFailover(t *testing.T) {
 	c.WaitPartitionDirGone(from, topic, 0, 30*time.Second)
 }
 
+// znodeConfig reads a /config/topics or /config/brokers znode's "config" map (empty when absent).
+func znodeConfig(t *testing.T, c *cluster.Cluster, path string) map[string]string {
+	t.Helper()
+	data, _, err := c.ZNode(path)
+	if err != nil {
+		return map[string]string{}
+	}
+	var z struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(data, &z); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if z.Config == nil {
+		z.Config = map[string]string{}
+	}
+	return z.Config
+}
+
 // TestReassignToolBootstrapServer: `reassign-partitions --bootstrap-server` executes a plan,
 // --verify reports it in progress with the bytes the adding replica still has to copy
-// (exit 1), --cancel cancels it and names the partition, and an unthrottled plan verifies
-// as complete (exit 0).
+// (exit 1), --cancel cancels it and names the partition, --verify then removes the throttle
+// --execute --throttle set, and an unthrottled plan verifies as complete (exit 0).
 func TestReassignToolBootstrapServer(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
 	c.CreateTopicWithAssignment("tooled", map[int32][]int32{0: {1, 2}}, nil)
@@ -299,14 +318,24 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 	waitFullISR(t, c, "tooled", map[int32][]int32{0: {1, 2}}, 30*time.Second)
 	produceRandom(t, c, "tooled", 3000, 1000, 10) // 3 MB: 30 s at the throttle
 	produceRandom(t, c, "quick", 100, 1000, 11)
-	throttleReplication(t, c, "tooled", 100_000)
 	boot := c.Addr(1)
 
+	// --throttle sets Kafka 2.6's throttle configs through IncrementalAlterConfigs: the rates on
+	// every broker of the old and new replica sets, the moving replicas on the topic.
 	plan := cluster.WriteReassignmentFile(t, "tooled", map[int32][]int32{0: {2, 3}})
-	out := adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--execute", "--reassignment-json-file", plan)
+	out := adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--execute", "--reassignment-json-file", plan, "--throttle", "100000")
 	if !strings.Contains(out, `{"version":1,"partitions":[{"topic":"tooled","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`) ||
+		!strings.Contains(out, "The inter-broker throttle limit was set to 100000 B/s") ||
 		!strings.Contains(out, "Successfully started partition reassignment for tooled-0") {
 		t.Fatalf("execute output:\n%s", out)
+	}
+	if cfg := znodeConfig(t, c, "/config/topics/tooled"); cfg["leader.replication.throttled.replicas"] != "0:1,0:2" || cfg["follower.replication.throttled.replicas"] != "0:3" {
+		t.Fatalf("topic throttle config after --execute --throttle: %v", cfg)
+	}
+	for _, id := range c.IDs() {
+		if cfg := znodeConfig(t, c, "/config/brokers/"+cluster.Itoa32(id)); cfg["leader.replication.throttled.rate"] != "100000" || cfg["follower.replication.throttled.rate"] != "100000" {
+			t.Fatalf("broker %d throttle rates after --execute --throttle: %v", id, cfg)
+		}
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(3, "tooled", 0))
@@ -328,8 +357,18 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 		t.Fatalf("second cancel output:\n%s", out)
 	}
 	r = admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
-	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "There is no active reassignment of partition tooled-0, but replica set is") {
+	if r.ExitCode != 1 || !strings.Contains(r.Stdout, "There is no active reassignment of partition tooled-0, but replica set is") ||
+		!strings.Contains(r.Stdout, "Clearing broker-level throttles on brokers 1,2,3") || !strings.Contains(r.Stdout, "Clearing topic-level throttles on topic tooled") {
 		t.Fatalf("verify after cancel: exit %d\n%s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	// Nothing moves any more: --verify removed the throttle.
+	if cfg := znodeConfig(t, c, "/config/topics/tooled"); cfg["leader.replication.throttled.replicas"] != "" || cfg["follower.replication.throttled.replicas"] != "" {
+		t.Fatalf("topic throttle config after --verify: %v", cfg)
+	}
+	for _, id := range c.IDs() {
+		if cfg := znodeConfig(t, c, "/config/brokers/"+cluster.Itoa32(id)); cfg["leader.replication.throttled.rate"] != "" || cfg["follower.replication.throttled.rate"] != "" {
+			t.Fatalf("broker %d throttle rates after --verify: %v", id, cfg)
+		}
 	}
 
 	quick := cluster.WriteReassignmentFile(t, "quick", map[int32][]int32{0: {3}})

@@ -45,12 +45,15 @@ const reassignDescription = `Move partition replicas between brokers, like Kafka
 The controller adds the new replicas, which join the ISR once caught up; only then does
 leadership move and the old replicas are removed and their logs deleted.
 With --bootstrap-server B instead of --zookeeper (Kafka 2.5's KIP-455 mode):
-  --execute --reassignment-json-file F
+  --execute --reassignment-json-file F [--throttle BYTES_PER_SEC]
       Prints the current assignment and sends AlterPartitionReassignments to the controller.
+      --throttle sets the same throttle configs as with --zookeeper, through
+      IncrementalAlterConfigs.
   --verify --reassignment-json-file F
       "Reassignment of partition t-0 is complete." or "... is still in progress.", then for
-      each adding replica the bytes copied so far and left (leader's log size minus the
-      replica's, from DescribeLogDirs). Exit status 0 only when all completed.
+      each adding replica the bytes and offsets copied so far and left (log sizes from
+      DescribeLogDirs, LEOs from ListOffsets). Exit status 0 only when all completed. Once
+      none is in progress, the throttle is removed.
   --cancel --reassignment-json-file F
       Cancels the plan's partitions still moving: the original replicas are restored and
       the adding replicas deleted.
@@ -98,8 +101,8 @@ func reassignAction(c *cli.Context) error {
 	switch {
 	case kafka && strings.TrimSpace(c.String("zookeeper")) != "":
 		return failf("only one of --zookeeper or --bootstrap-server may be given")
-	case kafka && (verb == "generate" || c.IsSet("throttle")):
-		return failf("--bootstrap-server supports --execute, --verify and --cancel without --throttle; use --zookeeper for --generate and --throttle")
+	case kafka && verb == "generate":
+		return failf("--bootstrap-server supports --execute, --verify and --cancel; use --zookeeper for --generate")
 	case !kafka && verb == "cancel":
 		return failf("--cancel needs --bootstrap-server")
 	case !kafka && strings.TrimSpace(c.String("zookeeper")) == "":

@@ -25,7 +25,8 @@ import (
 // AlterPartitionReassignments, --verify lists the reassignments in progress
 // (ListPartitionReassignments) and reports each partition of the plan, with the bytes each
 // adding replica still has to copy, and --cancel cancels the plan's partitions that are still
-// moving (replicas null). docs/kafka-facts.md, "KIP-455 reassignments".
+// moving (replicas null). --throttle sets the replication throttle through
+// IncrementalAlterConfigs; --verify removes it once nothing moves (reassign_kafka_throttle.go). docs/kafka-facts.md, "KIP-455 reassignments".
 
 // reassignKafka runs verb over --bootstrap-server.
 func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassignment) error {
@@ -36,7 +37,7 @@ func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassign
 		return err
 	}
 	defer cl.Close()
-	k := &reassignKafkaRun{cl: cl, adm: kadm.NewClient(cl), out: c.App.Writer, addr: bootstrap, timeout: timeout}
+	k := &reassignKafkaRun{cl: cl, adm: kadm.NewClient(cl), out: c.App.Writer, addr: bootstrap, timeout: timeout, throttle: c.Int64("throttle")}
 	ctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
 	switch verb {
@@ -53,8 +54,9 @@ type reassignKafkaRun struct {
 	cl      *kgo.Client
 	adm     *kadm.Client
 	out     io.Writer
-	addr    string
-	timeout time.Duration
+	addr     string
+	timeout  time.Duration
+	throttle int64 // --throttle bytes/s for --execute, <= 0: none
 }
 
 func (k *reassignKafkaRun) reqErr(what string, err error) error {
@@ -125,6 +127,13 @@ func (k *reassignKafkaRun) execute(ctx context.Context, plan []zkcoord.Partition
 	}
 	doc, _ := json.Marshal(reassignmentJSON(rollback))
 	fmt.Fprintf(k.out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", doc)
+	if k.throttle > 0 {
+		if err := k.setThrottles(ctx, k.throttle, rollback, plan); err != nil {
+			return err
+		}
+		fmt.Fprintln(k.out, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
+		fmt.Fprintf(k.out, "The inter-broker throttle limit was set to %d B/s\n", k.throttle)
+	}
 	res, err := k.adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
 		return k.reqErr("alter partition reassignments", err)
@@ -250,6 +259,10 @@ func (k *reassignKafkaRun) verify(ctx context.Context, plan []zkcoord.PartitionR
 	}
 	if inProgress > 0 {
 		return failf("reassignment of %d of %d partitions is still in progress", inProgress, len(plan))
+	}
+	// Nothing of the plan moves any more: the replication throttle goes (Kafka 2.6's verify).
+	if err := k.clearThrottles(ctx, plan); err != nil {
+		return err
 	}
 	if wrong > 0 {
 		return failf("%d of %d partitions do not have the planned replicas", wrong, len(plan))
