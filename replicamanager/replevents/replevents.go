@@ -42,6 +42,7 @@ type Event struct {
 	FromOffset      int64   `json:"fromOffset,omitempty"`
 	ToOffset        int64   `json:"toOffset,omitempty"`
 	HighWatermark   int64   `json:"highWatermark,omitempty"`
+	Controller      int32   `json:"controller,omitempty"` // the controller's broker id
 	ControllerEpoch int32   `json:"controllerEpoch,omitempty"`
 }
 
