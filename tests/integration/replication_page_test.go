@@ -88,6 +88,33 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// screenshotDir resolves ISRBROKER_SCREENSHOT_DIR: a relative path is relative to the repository
+// root (go test runs in the package directory), so ISRBROKER_SCREENSHOT_DIR=docs/images writes
+// the README's image. The directory is created.
+func screenshotDir(t *testing.T, d string) string {
+	if !filepath.IsAbs(d) {
+		root, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(root)
+			if parent == root {
+				t.Fatalf("ISRBROKER_SCREENSHOT_DIR=%s: no go.mod above the test's directory", d)
+			}
+			root = parent
+		}
+		d = filepath.Join(root, d)
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // The live replication page (docs/replication-page.md) in headless chromium, served by one
 // broker for the whole 3-broker cluster under a trickle of produce: it shows every partition
 // with its leader and full ISR; after SIGSTOP of a follower it shows that replica leaving the ISR
@@ -140,7 +167,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	// Headless chromium on the page of the broker that is neither stopped nor killed.
 	shots := []string{t.TempDir()}
 	if d := os.Getenv("ISRBROKER_SCREENSHOT_DIR"); d != "" {
-		shots = append(shots, d)
+		shots = append(shots, screenshotDir(t, d))
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.WindowSize(1500, 1000))
