@@ -21,12 +21,12 @@ import (
 // pageState is what the replication page's DOM shows (its data-* attributes,
 // docs/replication-page.md).
 type pageState struct {
-	Polls           int   `json:"polls"`
-	Controller      int32 `json:"controller"`
-	ControllerEpoch int32 `json:"controllerEpoch"`
-	Partitions      map[string]pagePartition
-	Brokers         map[string]bool `json:"brokers"` // id -> reachable
-	Events          []string        `json:"events"`  // kinds, newest first
+	Polls           int                      `json:"polls"`
+	Controller      int32                    `json:"controller"`
+	ControllerEpoch int32                    `json:"controllerEpoch"`
+	Partitions      map[string]pagePartition `json:"partitions"`
+	Brokers         map[string]bool          `json:"brokers"` // id -> reachable
+	Events          []string                 `json:"events"`  // kinds, newest first
 }
 
 type pagePartition struct {
