@@ -50,6 +50,13 @@ func TestComposeBrokerConfig(t *testing.T) {
 		if len(cfg.AdvertisedListeners) != 2 || cfg.AdvertisedListeners[1].String() != fmt.Sprintf("EXTERNAL://127.0.0.1:%d", 9091+id) {
 			t.Errorf("broker %d: advertised.listeners = %v, want %s", id, cfg.AdvertisedListeners, adv)
 		}
+		// The replication page gathers the other brokers at their container names.
+		if got, want := cfg.MetricsAdvertisedAddress(0), fmt.Sprintf("broker%d:9101", id); got != want {
+			t.Errorf("broker %d: replication page address %q, want %q", id, got, want)
+		}
+		if want := fmt.Sprintf(`"127.0.0.1:${ISRBROKER_BROKER%d_METRICS_PORT:-%d}:9101"`, id, 9100+id); !strings.Contains(string(compose), want) {
+			t.Errorf("docker-compose.yml does not publish broker %d's metrics port: %s", id, want)
+		}
 		if len(cfg.LogDirs) != 1 || cfg.LogDirs[0] != "/var/lib/isrbroker" || cfg.ZookeeperConnect != "zookeeper:2181" {
 			t.Errorf("broker %d: log.dirs %v, zookeeper.connect %q", id, cfg.LogDirs, cfg.ZookeeperConnect)
 		}

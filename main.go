@@ -34,11 +34,13 @@ import (
 	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
 	"github.com/isrbroker/isrbroker/broker/metricsexport"
+	"github.com/isrbroker/isrbroker/broker/replview"
 	"github.com/isrbroker/isrbroker/broker/tools/admintool"
 	"github.com/isrbroker/isrbroker/broker/tools/health"
 	"github.com/isrbroker/isrbroker/broker/tools/perf"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager"
+	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -238,6 +240,7 @@ type runningBroker struct {
 	bg       sync.WaitGroup
 	serveErr chan error
 	metrics  net.Addr // bound metrics address, nil when disabled
+	page     *replview.Deferred
 }
 
 // startBroker constructs and starts everything. On error whatever was started is stopped
@@ -245,7 +248,8 @@ type runningBroker struct {
 func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ *runningBroker, err error) {
 	reg := metrics.NewRegistry()
 	bgCtx, bgCancel := context.WithCancel(context.Background())
-	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1)}
+	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1), page: &replview.Deferred{}}
+	events := replevents.New(cfg.BrokerID, 0) // the replication page's event journal
 	defer func() {
 		if err != nil {
 			b.shutdown()
@@ -262,11 +266,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
-			if serr := metricsexport.ServeListener(bgCtx, ln, reg); serr != nil {
+			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page)); serr != nil {
 				log.WithError(serr).Error("metrics endpoint stopped")
 			}
 		}()
-		log.WithField("addr", ln.Addr().String()).Info("serving Prometheus metrics at /metrics")
+		log.WithField("addr", ln.Addr().String()).Info("serving Prometheus metrics at /metrics and the replication page at /replication")
 	}
 
 	logCfg := LogConfig(cfg)
@@ -325,10 +329,12 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		UncleanLeaderElection:           cfg.UncleanLeaderElectionEnable,
 		LocalAddr:                       cfg.LocalAddress, // isrbroker.local.address: replica fetchers
 		LogDefaults:                     logCfg,
+		Events:                          events,
 		Registry:                        reg,
 		Log:                             log,
 	}, b.logs, b.zk)
 	rmgrRef.Store(b.rmgr)
+	startReplicationPage(cfg, b, events, log)
 
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
@@ -391,6 +397,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	go func() { b.serveErr <- b.srv.Serve() }()
 	b.rmgr.Start()
 
+	publishReplicationPage(cfg, b, log)
 	epoch, err := b.zk.Register(ctx)
 	if err != nil {
 		if errors.Is(err, zkcoord.ErrBrokerIDInUse) {

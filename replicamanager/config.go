@@ -9,6 +9,7 @@ import (
 
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
 
 // Config holds the broker settings the replica manager uses (docs/kafka-facts.md §7).
@@ -31,6 +32,9 @@ type Config struct {
 	Log                             logrus.FieldLogger
 	// Now is the clock; nil means time.Now. Tests inject one to drive lag rules.
 	Now func() time.Time
+	// Events records ISR changes, role changes and truncations for the replication page
+	// (docs/replication-page.md); nil keeps a recorder of its own.
+	Events *replevents.Recorder
 }
 
 // setDefaults fills unset (zero or negative) settings with the configdef table's defaults;
@@ -69,6 +73,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Events == nil {
+		c.Events = replevents.New(c.BrokerID, 0)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/isrbroker/isrbroker/fetcher"
+	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
 
 // This file implements fetcher.Local: the follower side of replication that the fetcher drives
@@ -94,6 +95,8 @@ func (fr *followerReplicas) TruncateTo(tp TopicPartition, offset int64) error {
 		p.setFollowerHW(min(p.highWatermark(), after))
 		if after < before {
 			p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
+			p.record(replevents.Event{Kind: replevents.Truncate, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+				FromOffset: before, ToOffset: after, HighWatermark: p.highWatermark()})
 		}
 		return nil
 	})
@@ -102,11 +105,14 @@ func (fr *followerReplicas) TruncateTo(tp TopicPartition, offset int64) error {
 // TruncateFullyAndStartAt empties the follower's log and restarts it at offset (S20).
 func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset int64) error {
 	return fr.withFollower(tp, true, func(p *Partition) error {
+		before := p.log.LogEndOffset()
 		if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 			return err
 		}
 		p.setFollowerHW(offset)
 		p.logger().WithField("offset", offset).Info("emptied follower log; restarting at the leader's log start offset")
+		p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+			FromOffset: before, ToOffset: offset, HighWatermark: offset})
 		return nil
 	})
 }

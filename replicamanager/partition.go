@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 	"github.com/isrbroker/isrbroker/replicamanager/replica"
 )
 
@@ -92,6 +93,10 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 	p.leaderID = p.rm.cfg.BrokerID
 	p.maybeIncrementHWLocked(now)
 	p.logger().WithFields(logrus.Fields{"isr": st.ISR, "replicas": p.assigned, "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("became leader")
+	if !wasLeader {
+		p.record(replevents.Event{Kind: replevents.BecomeLeader, Leader: p.leaderID, LeaderEpoch: st.LeaderEpoch,
+			ISR: slices.Clone(st.ISR), HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
+	}
 	return !wasLeader
 }
 
@@ -111,6 +116,8 @@ func (p *Partition) makeFollower(st PartitionState) bool {
 	p.leaderID = st.Leader
 	if !unchanged {
 		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("became follower")
+		p.record(replevents.Event{Kind: replevents.BecomeFollower, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+			HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
 	}
 	return !unchanged
 }
@@ -224,6 +231,8 @@ func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogS
 		p.writeIsr(expand, func() {
 			p.rm.metrics.isrExpands.Mark(1)
 			p.logger().WithFields(logrus.Fields{"follower": id, "isr": p.leader.ISR()}).Info("expanded ISR")
+			p.record(replevents.Event{Kind: replevents.IsrExpand, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+				ISR: p.leader.ISR(), Changed: []int32{id}, HighWatermark: p.highWatermark()})
 			if p.maybeIncrementHWLocked(p.rm.now()) {
 				moved = true
 			}
@@ -260,6 +269,8 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 	p.writeIsr(u, func() {
 		p.rm.metrics.isrShrinks.Mark(1)
 		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.leader.ISR(), "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("shrank ISR")
+		p.record(replevents.Event{Kind: replevents.IsrShrink, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+			ISR: p.leader.ISR(), Changed: slices.Clone(out), HighWatermark: p.highWatermark()})
 		moved = p.maybeIncrementHWLocked(p.rm.now()) || moved
 	})
 	return moved

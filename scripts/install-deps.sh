@@ -3,6 +3,7 @@
 #   - ZooKeeper 3.8 (Debian package `zookeeper`: /usr/share/java/zookeeper.jar)
 #   - a Java runtime (`default-jre-headless`) if `java` is not on PATH
 #   - kcat (the librdkafka command-line client)
+#   - chromium (Debian's package): the headless browser of the replication page test
 # Go itself is not installed here: the module needs Go 1.26 (see go.mod).
 # Idempotent: a second run installs nothing. Uses sudo only when not root.
 set -euo pipefail
@@ -28,6 +29,12 @@ else
 	log "kcat present ($(command -v kcat))"
 fi
 
+if ! command -v chromium >/dev/null 2>&1; then
+	missing+=(chromium)
+else
+	log "chromium present ($(command -v chromium))"
+fi
+
 if ((${#missing[@]} > 0)); then
 	sudo=()
 	if [[ "$(id -u)" -ne 0 ]]; then
@@ -50,6 +57,7 @@ fi
 [[ -f "$ZK_JAR" ]] || { log "ZooKeeper jar $ZK_JAR still missing" >&2; exit 1; }
 command -v java >/dev/null 2>&1 || { log "java still missing" >&2; exit 1; }
 command -v kcat >/dev/null 2>&1 || { log "kcat still missing" >&2; exit 1; }
+command -v chromium >/dev/null 2>&1 || { log "chromium still missing" >&2; exit 1; }
 if ! command -v go >/dev/null 2>&1; then
 	log "go not found on PATH: install Go (version in go.mod) first" >&2
 	exit 1

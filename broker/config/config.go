@@ -129,6 +129,10 @@ type Config struct {
 
 	// isrbroker's own.
 	MetricsListen string `key:"metrics.listen"` // HTTP address of /metrics, "" = disabled
+	// MetricsAdvertisedListen is metrics.advertised.listen: the host:port at which peers and
+	// browsers reach metrics.listen (the replication page, docs/replication-page.md); "" derives
+	// it (MetricsAdvertisedAddress).
+	MetricsAdvertisedListen string `key:"metrics.advertised.listen"`
 	// LocalAddress is isrbroker.local.address: the IP every outgoing connection of the broker
 	// (inter-broker fetchers, the controller channel, the ZooKeeper session) binds as its
 	// source address; "" lets the kernel choose. The fault-injection harness gives each broker
@@ -324,6 +328,11 @@ func (c *Config) Validate() error {
 	if c.MetricsListen != "" {
 		if err := checkHostPort(c.MetricsListen); err != nil {
 			return invalid("metrics.listen", c.MetricsListen, "%v", err)
+		}
+	}
+	if c.MetricsAdvertisedListen != "" {
+		if err := checkHostPort(c.MetricsAdvertisedListen); err != nil {
+			return invalid("metrics.advertised.listen", c.MetricsAdvertisedListen, "%v", err)
 		}
 	}
 	if c.LocalAddress != "" && net.ParseIP(c.LocalAddress) == nil {

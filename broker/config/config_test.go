@@ -169,6 +169,7 @@ func TestDefaults(t *testing.T) {
 		{"controlled.shutdown.max.retries", c.ControlledShutdownMaxRetries, 3},
 		{"controlled.shutdown.retry.backoff.ms", c.ControlledShutdownRetryBackoff, 5 * time.Second},
 		{"metrics.listen", c.MetricsListen, ""},
+		{"metrics.advertised.listen", c.MetricsAdvertisedListen, ""},
 		{"isrbroker.local.address", c.LocalAddress, ""},
 		{"broker.rack", c.BrokerRack, ""},
 	}
@@ -226,6 +227,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"controlled.shutdown.max.retries", "0",
 		"controlled.shutdown.retry.backoff.ms", "10",
 		"metrics.listen", "127.0.0.1:9101",
+		"metrics.advertised.listen", "broker1:9101",
 		"isrbroker.local.address", "127.0.0.11",
 		"offsets.topic.num.partitions", "10",
 		"offsets.topic.segment.bytes", "2000000",
@@ -314,6 +316,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownMaxRetries = 0
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
+	want.MetricsAdvertisedListen = "broker1:9101"
 	want.LocalAddress = "127.0.0.11"
 	want.OffsetsTopicNumPartitions = 10
 	want.OffsetsTopicSegmentBytes = 2000000

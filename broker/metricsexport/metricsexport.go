@@ -69,7 +69,13 @@ func Serve(ctx context.Context, addr string, reg metrics.Registry) error {
 // ServeListener is Serve on an existing listener (so a caller can report a bind error at
 // start-up and serve in the background). It closes ln.
 func ServeListener(ctx context.Context, ln net.Listener, reg metrics.Registry) error {
-	srv := &http.Server{Handler: Handler(reg), ReadHeaderTimeout: 10 * time.Second}
+	return ServeHandler(ctx, ln, Handler(reg))
+}
+
+// ServeHandler is ServeListener with any handler (main adds the replication page's routes to
+// /metrics on the same listener).
+func ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

@@ -70,6 +70,8 @@ func declared() []*Key {
 		broker("reserved.broker.max.id", Int, "1000", AtLeast(0), "Highest broker id reserved for configured ids.").unused(whyIDs),
 		broker("metrics.listen", String, "", nil,
 			"isrbroker's own: host:port of the HTTP endpoint serving Prometheus text at /metrics; empty disables it."),
+		broker("metrics.advertised.listen", String, "", nil,
+			"isrbroker's own: host:port at which other brokers and browsers reach metrics.listen (the replication page gathers every broker's state through it); empty: metrics.listen, with its host replaced by the first advertised listener's host when it is a wildcard."),
 		broker("isrbroker.local.address", String, "", nil,
 			"isrbroker's own: the IP every outgoing connection (fetchers, controller channel, ZooKeeper) binds as its source; empty lets the kernel choose."),
 

@@ -1,0 +1,16 @@
+// Package replview serves the live replication page (docs/replication-page.md) on the broker's
+// metrics listener:
+//
+//   - /replication/local.json: this broker's local view (replicamanager.Snapshot: hosted
+//     partitions with role, leader epoch, HW, LEO, log start offset, the leader's ISR and each
+//     follower's progress; the fetcher threads and their partitions; the recent events);
+//   - /replication/cluster.json: the whole cluster, gathered by this broker from every
+//     registered broker's local.json over HTTP (the page addresses are published in ZooKeeper
+//     by zkcoord), with the controller and its epoch from ZooKeeper; a broker that does not
+//     answer is marked unreachable and the rest is still shown;
+//   - /replication: the page (HTML, CSS and JavaScript embedded in the binary, no network access
+//     but to this broker), polling cluster.json about once a second.
+//
+// It owns no replication state: it only reads the owners' snapshots (replicamanager, fetcher)
+// and ZooKeeper through zkcoord.
+package replview

@@ -1,0 +1,192 @@
+// The replication page (docs/replication-page.md): polls cluster.json about once a second and
+// redraws. No framework, no network access but to the serving broker.
+"use strict";
+
+const POLL_MS = 1000;
+const MAX_EVENTS = 200;
+const seenEvents = new Map(); // key -> event, kept across polls (a broker that stops answering keeps its past events)
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === "class") e.className = v;
+    else if (k === "style") e.style.cssText = v;
+    else e.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const set = (xs) => "[" + (xs || []).join(",") + "]";
+const csv = (xs) => (xs || []).join(",");
+const pct = (x) => Math.max(0, Math.min(100, x)).toFixed(2) + "%";
+
+function fmtMs(ms) {
+  if (ms < 0) return "never";
+  if (ms < 1000) return ms + " ms";
+  return (ms / 1000).toFixed(1) + " s";
+}
+
+function fmtTime(ms) {
+  const d = new Date(ms);
+  return d.toLocaleTimeString([], { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
+}
+
+function renderHeader(cv) {
+  const c = document.getElementById("controller");
+  c.dataset.controller = cv.controller.id;
+  c.dataset.controllerEpoch = cv.controller.epoch;
+  c.textContent = cv.controller.id >= 0
+    ? `controller: broker ${cv.controller.id} · controller epoch ${cv.controller.epoch}`
+    : `controller: none · controller epoch ${cv.controller.epoch}`;
+  document.getElementById("lagmax").textContent = `replica.lag.time.max.ms = ${cv.replicaLagTimeMaxMs}`;
+  const s = document.getElementById("status");
+  const unreachable = cv.brokers.filter((b) => !b.reachable).map((b) => b.id);
+  s.dataset.ok = String(cv.errors.length === 0);
+  s.textContent = `served by broker ${cv.servedBy} · ${fmtTime(cv.timeMs)}` +
+    (unreachable.length ? ` · unreachable: ${set(unreachable)}` : "") +
+    (cv.errors.length ? ` · ${cv.errors.join("; ")}` : "");
+}
+
+function renderPartition(p, lagMax) {
+  let hi = p.highWatermark;
+  for (const r of p.replicaStates) hi = Math.max(hi, r.logEndOffset);
+  const lo = p.logStartOffset;
+  const span = Math.max(hi - lo, 1);
+  const pos = (o) => pct(((o - lo) / span) * 100);
+  const underReplicated = p.leaderReachable && p.isr.length < p.replicas.length;
+
+  const rows = p.replicaStates.map((r) => {
+    const isLeader = r.role === "Leader" && r.broker === p.leader;
+    const cls = isLeader ? "leader" : !p.leaderReachable ? "unknown" : r.inIsr ? "isr" : "osr";
+    const behind = r.logEndOffset >= 0 && r.logEndOffset < p.highWatermark;
+    const tags = [];
+    if (isLeader) tags.push(el("span", { class: "tag leader" }, "leader"));
+    else if (p.leaderReachable) tags.push(el("span", { class: "tag " + cls }, r.inIsr ? "ISR" : "OSR"));
+    if (!r.reachable) tags.push(el("span", { class: "tag down", title: "this broker did not answer" }, "no answer"));
+    let clock = el("span", { class: "clock muted" }, isLeader ? "" : "—");
+    if (!isLeader && p.leaderReachable && r.role === "Follower") {
+      const ago = r.lastCaughtUpAgoMs;
+      const frac = ago < 0 ? 1 : ago / lagMax;
+      clock = el("span", { class: "clock", title: "time since this follower was last caught up with the leader's LEO, against replica.lag.time.max.ms" },
+        el("span", { class: "clocktrack" }, el("span", { class: "clockbar" + (frac >= 1 ? " late" : ""), style: "width:" + pct(frac * 100) })),
+        `${fmtMs(ago)} / ${fmtMs(lagMax)}`);
+    }
+    const leoText = r.logEndOffset >= 0 ? `LEO ${r.logEndOffset}` : "LEO ?";
+    return el("div", {
+      class: "replica " + cls, "data-replica": r.broker, "data-role": r.role, "data-in-isr": r.inIsr,
+      "data-leo": r.logEndOffset, "data-leo-source": r.leoSource, "data-behind-hw": behind,
+      "data-reachable": r.reachable, "data-last-caught-up-ago-ms": r.lastCaughtUpAgoMs,
+      title: (r.leoSource === "leader" ? "LEO as the leader saw it at the follower's last fetch" : "LEO reported by the replica itself") +
+        (r.fetcher ? ` · ${r.fetcher} (${r.fetchState})` : ""),
+    },
+      el("span", { class: "rlabel" }, `broker ${r.broker}`, tags),
+      el("span", { class: "track" },
+        el("span", { class: "bar", style: "width:" + pos(Math.max(r.logEndOffset, lo)) }),
+        el("span", { class: "mark lso", style: "left:0", title: `log start offset ${p.logStartOffset}` }),
+        el("span", { class: "mark hw", style: "left:" + pos(p.highWatermark), title: `HW ${p.highWatermark}` })),
+      el("span", { class: "leo" }, leoText,
+        behind ? el("span", { class: cls === "osr" ? "behind" : "muted", title: "offsets below the HW" }, ` (−${p.highWatermark - r.logEndOffset})`) : ""),
+      clock);
+  });
+
+  return el("div", {
+    class: "partition" + (underReplicated ? " under-replicated" : ""),
+    "data-partition": `${p.topic}-${p.partition}`, "data-topic": p.topic, "data-partition-id": p.partition,
+    "data-leader": p.leader, "data-leader-epoch": p.leaderEpoch, "data-hw": p.highWatermark,
+    "data-log-start": p.logStartOffset, "data-replicas": csv(p.replicas), "data-isr": csv(p.isr),
+    "data-osr": csv(p.osr), "data-leader-reachable": p.leaderReachable,
+  },
+    el("div", { class: "ptitle" },
+      el("b", {}, `${p.topic}-${p.partition}`),
+      el("span", {}, el("span", { class: "k" }, "leader "), p.leader),
+      el("span", {}, el("span", { class: "k" }, "leader epoch "), p.leaderEpoch),
+      el("span", {}, el("span", { class: "k" }, "HW "), p.highWatermark),
+      el("span", {}, el("span", { class: "k" }, "log start "), p.logStartOffset),
+      el("span", { class: "set" }, el("span", { class: "k" }, "AR "), set(p.replicas)),
+      el("span", { class: "set" }, el("span", { class: "k" }, "ISR "), p.leaderReachable ? set(p.isr) : "?"),
+      el("span", { class: "set" }, el("span", { class: "k" }, "OSR "), p.leaderReachable ? set(p.osr) : "?"),
+      p.leaderReachable ? "" : el("span", { class: "err" }, "leader did not answer")),
+    rows);
+}
+
+function renderBroker(b, cv) {
+  const head = el("div", { class: "bhead" },
+    el("b", {}, `broker ${b.id}`),
+    b.id === cv.controller.id ? el("span", { class: "ctl" }, "controller") : "",
+    el("span", { class: "muted" }, b.pageAddress || ""),
+    b.reachable ? el("span", {}, `${b.leaders} led · ${b.followers} followed`) : el("span", { class: "err" }, "unreachable"),
+    b.error ? el("span", { class: "err", title: b.error }, b.error.length > 80 ? b.error.slice(0, 80) + "…" : b.error) : "");
+  let body;
+  if (!b.reachable) {
+    body = el("div", { class: "muted" }, "no state: the broker did not answer");
+  } else if (b.fetchers.length === 0) {
+    body = el("div", { class: "muted" }, "no replica fetcher threads (follows nothing)");
+  } else {
+    body = el("table", { class: "fetchers" },
+      el("tr", {}, el("th", {}, "fetcher thread"), el("th", {}, "leader"), el("th", {}, "partitions (fetch offset, state, lag)")),
+      b.fetchers.map((f) => el("tr", { "data-fetcher": f.name, "data-fetcher-id": f.fetcherId, "data-leader": f.leader },
+        el("td", {}, f.name),
+        el("td", {}, `broker ${f.leader}`),
+        el("td", { class: "parts" }, f.partitions.map((fp) => el("div", { "data-fetch-partition": `${fp.topic}-${fp.partition}` },
+          `${fp.topic}-${fp.partition} @${fp.fetchOffset} ${fp.state}${fp.delayed ? " (delayed)" : ""} lag ${fp.lag}`))))));
+  }
+  return el("div", { class: "broker", "data-broker": b.id, "data-reachable": b.reachable, "data-registered": b.registered }, head, body);
+}
+
+function eventText(e) {
+  const tp = e.topic ? `${e.topic}-${e.partition}` : "";
+  switch (e.kind) {
+    case "IsrShrink": return `${tp}: ISR shrink, removed ${set(e.changed)} → ISR ${set(e.isr)} (leader epoch ${e.leaderEpoch || 0}, HW ${e.highWatermark || 0})`;
+    case "IsrExpand": return `${tp}: ISR expand, added ${set(e.changed)} → ISR ${set(e.isr)} (leader epoch ${e.leaderEpoch || 0}, HW ${e.highWatermark || 0})`;
+    case "BecomeLeader": return `${tp}: became leader at leader epoch ${e.leaderEpoch || 0} (ISR ${set(e.isr)}, LEO ${e.toOffset || 0}, HW ${e.highWatermark || 0})`;
+    case "BecomeFollower": return `${tp}: became follower of broker ${e.leader} at leader epoch ${e.leaderEpoch || 0} (LEO ${e.toOffset || 0}, HW ${e.highWatermark || 0})`;
+    case "Truncate": return `${tp}: truncated log from ${e.fromOffset || 0} to ${e.toOffset || 0} (leader ${e.leader}, epoch ${e.leaderEpoch || 0})`;
+    case "TruncateFully": return `${tp}: emptied log (LEO ${e.fromOffset || 0}), restarting at ${e.toOffset || 0}`;
+    case "ControllerElected": return `elected controller, controller epoch ${e.controllerEpoch || 0}`;
+    case "ControllerResigned": return `no longer the controller (controller epoch ${e.controllerEpoch || 0})`;
+    default: return `${e.kind} ${tp}`;
+  }
+}
+
+function renderEvents(cv) {
+  for (const e of cv.events) seenEvents.set(`${e.broker}/${e.timeMs}/${e.seq}/${e.kind}`, e);
+  const all = [...seenEvents.values()].sort((a, b) => b.timeMs - a.timeMs || a.broker - b.broker || b.seq - a.seq);
+  for (const e of all.slice(MAX_EVENTS)) seenEvents.delete(`${e.broker}/${e.timeMs}/${e.seq}/${e.kind}`);
+  const ol = document.getElementById("events");
+  ol.replaceChildren(...all.slice(0, MAX_EVENTS).map((e) => el("li", {
+    "data-kind": e.kind, "data-broker": e.broker, "data-topic": e.topic, "data-partition": e.topic ? `${e.topic}-${e.partition}` : undefined,
+    "data-leader-epoch": e.leaderEpoch, "data-changed": csv(e.changed),
+  }, el("span", { class: "t" }, fmtTime(e.timeMs)), el("span", { class: "b" }, `broker ${e.broker}`), eventText(e))));
+  if (all.length === 0) ol.replaceChildren(el("li", { class: "muted" }, "no events yet"));
+}
+
+function render(cv) {
+  renderHeader(cv);
+  const lagMax = cv.replicaLagTimeMaxMs || 10000;
+  document.getElementById("partitions").replaceChildren(...cv.partitions.map((p) => renderPartition(p, lagMax)));
+  if (cv.partitions.length === 0) document.getElementById("partitions").replaceChildren(el("div", { class: "muted" }, "no partitions"));
+  document.getElementById("brokers").replaceChildren(...cv.brokers.map((b) => renderBroker(b, cv)));
+  renderEvents(cv);
+  document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+}
+
+async function poll() {
+  try {
+    const resp = await fetch("/replication/cluster.json", { cache: "no-store" });
+    if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
+    render(await resp.json());
+  } catch (err) {
+    const s = document.getElementById("status");
+    s.dataset.ok = "false";
+    s.textContent = `cannot read cluster.json: ${err.message}`;
+  } finally {
+    setTimeout(poll, POLL_MS);
+  }
+}
+
+poll();
