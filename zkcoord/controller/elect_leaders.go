@@ -55,19 +55,12 @@ var errElectFailed = errors.New("zkcoord: controller failed while processing the
 // DelayedElectLeader). ErrNotController when this broker is not the active controller; ctx's
 // error when ctx ends first.
 func (ct *Controller) ElectLeaders(ctx context.Context, partitions []TopicPartition, unclean bool) (map[TopicPartition]ElectionResult, error) {
-	if ct.closed() || !ct.active.Load() {
-		return nil, ErrNotController
-	}
 	req := &electReq{partitions: partitions, unclean: unclean, reply: make(chan electResult, 1)}
-	ct.enqueue(event{kind: evElectLeaders, elect: req})
-	select {
-	case r := <-req.reply:
-		return r.results, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-ct.done:
-		return nil, ErrNotController
+	r, err := await(ctx, ct, event{kind: evElectLeaders, elect: req}, req.reply)
+	if err != nil {
+		return nil, err
 	}
+	return r.results, r.err
 }
 
 // EnableUncleanElection is the controller side of unclean.leader.election.enable turned on

@@ -34,11 +34,8 @@ type OngoingReassignment struct {
 // runAPI runs f on the controller goroutine and waits for it (or ctx, or the controller's
 // end). f is not run when the controller is not active (ErrNotController).
 func (ct *Controller) runAPI(ctx context.Context, f func() error) error {
-	if ct.closed() || !ct.active.Load() {
-		return ErrNotController
-	}
 	reply := make(chan error, 1)
-	ct.enqueue(event{kind: evReassignAPI, call: func() {
+	ev := event{kind: evReassignAPI, call: func() {
 		err := errReassignFailed
 		defer func() { reply <- err }()
 		if !ct.active.Load() {
@@ -46,15 +43,12 @@ func (ct *Controller) runAPI(ctx context.Context, f func() error) error {
 			return
 		}
 		err = f()
-	}})
-	select {
-	case err := <-reply:
+	}}
+	callErr, err := await(ctx, ct, ev, reply)
+	if err != nil {
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-ct.done:
-		return ErrNotController
 	}
+	return callErr
 }
 
 // AlterPartitionReassignments starts, replaces or (a nil target) cancels the reassignment of

@@ -45,19 +45,12 @@ type shutdownResult struct {
 // ErrBrokerNotAvailable for a broker that is not live, ErrStaleBrokerEpoch when
 // brokerEpoch is older than its registration, ctx's error when ctx ends first.
 func (ct *Controller) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
-	if ct.closed() || !ct.active.Load() {
-		return nil, ErrNotController
-	}
 	req := &shutdownReq{brokerID: brokerID, brokerEpoch: brokerEpoch, reply: make(chan shutdownResult, 1)}
-	ct.enqueue(event{kind: evControlledShutdown, shutdown: req})
-	select {
-	case r := <-req.reply:
-		return r.remaining, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-ct.done:
-		return nil, ErrNotController
+	r, err := await(ctx, ct, event{kind: evControlledShutdown, shutdown: req}, req.reply)
+	if err != nil {
+		return nil, err
 	}
+	return r.remaining, r.err
 }
 
 // shutdownHandler is the controller side of controlled shutdown.

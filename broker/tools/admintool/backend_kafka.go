@@ -167,18 +167,29 @@ func (b *kafkaBackend) create(parent context.Context, name string, partitions in
 		return b.reqErr(err)
 	}
 	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			if errors.Is(err, kerr.TopicAlreadyExists) {
-				return failf("topic %q already exists", name)
-			}
-			msg := oneLine(err.Error())
-			if t.ErrorMessage != nil && *t.ErrorMessage != "" {
-				msg += ": " + oneLine(*t.ErrorMessage)
-			}
-			return failf("cannot create topic %q: %s", name, msg)
+		if err := topicError(name, "create topic", t.ErrorCode, t.ErrorMessage, kerr.TopicAlreadyExists, "topic %q already exists"); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// topicError turns a per-topic error code of an admin answer into the command's failure:
+// the error special gets its own message (format with the topic name), any other one
+// "cannot <what> <topic>: <error>: <error_message>"; nil for no error.
+func topicError(name, what string, code int16, message *string, special error, format string) error {
+	err := kerr.ErrorForCode(code)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, special):
+		return failf(format, name)
+	}
+	msg := oneLine(err.Error())
+	if message != nil && *message != "" {
+		msg += ": " + oneLine(*message)
+	}
+	return failf("cannot %s %q: %s", what, name, msg)
 }
 
 func (b *kafkaBackend) delete(parent context.Context, name string) error {
@@ -239,15 +250,8 @@ func (b *kafkaBackend) addPartitions(parent context.Context, name string, n int3
 		return b.reqErr(err)
 	}
 	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return failf("topic %q does not exist", name)
-			}
-			msg := oneLine(err.Error())
-			if t.ErrorMessage != nil && *t.ErrorMessage != "" {
-				msg += ": " + oneLine(*t.ErrorMessage)
-			}
-			return failf("cannot add partitions to topic %q: %s", name, msg)
+		if err := topicError(name, "add partitions to topic", t.ErrorCode, t.ErrorMessage, kerr.UnknownTopicOrPartition, "topic %q does not exist"); err != nil {
+			return err
 		}
 	}
 	return nil
