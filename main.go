@@ -278,6 +278,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", strings.Join(cfg.LogDirs, ","), err)
 	}
+	b.logs.SetMetricsRegistry(reg) // kafka.log:type=Log gauges per partition (docs/metrics.md)
 
 	endpoints := make([]zkcoord.Endpoint, 0, len(cfg.AdvertisedListeners))
 	for _, l := range cfg.AdvertisedListeners {

@@ -26,8 +26,10 @@ import (
 //   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
 //     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
 //     LSO, which is the HW, as READ_UNCOMMITTED does.
-//   - Record bytes go to BytesOutPerSec for consumers and ReplicationBytesOutPerSec for
-//     followers.
+//   - Record bytes go to BytesOutPerSec (per topic and all topics) for consumers and
+//     ReplicationBytesOutPerSec for followers; each partition counts in
+//     TotalFetchRequestsPerSec, and in FailedFetchRequestsPerSec on an unexpected error
+//     (topic_metrics.go).
 //
 // Deviations: forgotten_topics_data is ignored (sessions are off); rack-aware reads
 // (KIP-392) are not done (preferred_read_replica -1: read from the leader, Kafka's default
@@ -78,8 +80,8 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	}
 	s.replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
 		r.safe(func() {
-			n := fillFetchResponse(resp, req, params.MaxBytes, results)
-			s.markFetchBytes(req.ReplicaID, n)
+			fillFetchResponse(resp, req, params.MaxBytes, results)
+			s.markFetch(req.ReplicaID, resp)
 			r.respond(resp)
 		})
 	})

@@ -39,9 +39,10 @@ type conn struct {
 
 // slot is the future response of one request.
 type slot struct {
-	corr int32
-	ch   chan reply // cap 1: completing never blocks
-	once sync.Once
+	corr   int32
+	ch     chan reply // cap 1: completing never blocks
+	once   sync.Once
+	timing requestTiming // recorded once the response is written (request_metrics.go)
 }
 
 type reply struct {
@@ -130,6 +131,7 @@ func (c *conn) writeLoop() {
 				buf = nil
 			}
 		}
+		sl.timing.record()
 		if r.close {
 			c.log.Info("closing connection after an acks=0 produce error")
 			return
@@ -176,6 +178,7 @@ func (r *request) clientID() string {
 // connection: unknown key, version outside the advertised range (ApiVersions excepted),
 // a header or body that does not decode, or trailing bytes.
 func (c *conn) handleFrame(frame []byte) error {
+	start := time.Now()
 	if len(frame) < 8 {
 		return kproto.ErrShortHeader
 	}
@@ -186,7 +189,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if key == int16(kmsg.ApiVersions) && version > apiVersionsMax {
 		// KIP-511: a version above ours gets a v0 body with UNSUPPORTED_VERSION and our
 		// key list; the client retries at a version we advertise. The body is not read.
-		return c.enqueue(corr, func(sl *slot) {
+		return c.enqueue(corr, c.s.reqMetrics.timing(start, key, nil), func(sl *slot) {
 			sl.complete(reply{resp: unsupportedApiVersionsResponse()})
 		})
 	}
@@ -214,7 +217,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	if err := c.waitForMetadata(key); err != nil {
 		return err
 	}
-	return c.enqueue(corr, func(sl *slot) {
+	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
 		r := &request{c: c, hdr: hdr, slot: sl}
 		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "api": kmsg.NameForKey(key), "version": version})
 		h.fn(c.s, r, req)
@@ -253,8 +256,8 @@ func (c *conn) waitForMetadata(key int16) error {
 
 // enqueue reserves the next in-order response slot (waiting while maxInFlight requests
 // are outstanding) and runs start with it on the reader goroutine.
-func (c *conn) enqueue(corr int32, start func(*slot)) error {
-	sl := &slot{corr: corr, ch: make(chan reply, 1)}
+func (c *conn) enqueue(corr int32, timing requestTiming, start func(*slot)) error {
+	sl := &slot{corr: corr, ch: make(chan reply, 1), timing: timing}
 	select {
 	case c.queue <- sl:
 	case <-c.done:

@@ -72,7 +72,7 @@ func FuzzRequestDecode(f *testing.F) {
 			return // the connection would be closed: fine
 		}
 		// A sentinel answered after the request proves its response was encoded and written.
-		if err := c.enqueue(-7, func(sl *slot) { sl.complete(reply{resp: unsupportedApiVersionsResponse()}) }); err != nil {
+		if err := c.enqueue(-7, requestTiming{}, func(sl *slot) { sl.complete(reply{resp: unsupportedApiVersionsResponse()}) }); err != nil {
 			if closedOnPurpose(c) {
 				return
 			}

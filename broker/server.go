@@ -53,13 +53,6 @@ const (
 	maxInFlight = 64
 )
 
-// Metric names (docs/kafka-facts.md §9). Consumer fetch bytes and follower fetch bytes are
-// counted apart: replication traffic is not BytesOut.
-const (
-	MetricBytesOut            = "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec"
-	MetricReplicationBytesOut = "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec"
-)
-
 // Server is the Kafka wire server of one broker.
 type Server struct {
 	cfg      Config
@@ -77,8 +70,9 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup // accept loops, connection goroutines, handler goroutines
 
-	bytesOut     metrics.Meter
 	replBytesOut metrics.Meter
+	reqMetrics   *requestMetrics      // per-API RequestsPerSec and TotalTimeMs (request_metrics.go)
+	topicStats   *rm.BrokerTopicStats // per-topic BrokerTopicMetrics (topic_metrics.go)
 
 	pids producerIDs // InitProducerId's current producer-id block
 
@@ -119,9 +113,11 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 		ctx:          ctx,
 		cancel:       cancel,
 		conns:        make(map[*conn]struct{}),
-		bytesOut:     metrics.GetOrRegisterMeter(MetricBytesOut, cfg.Registry),
 		replBytesOut: metrics.GetOrRegisterMeter(MetricReplicationBytesOut, cfg.Registry),
+		reqMetrics:   newRequestMetrics(cfg.Registry),
 	}
+	s.topicStats = topicStatsOf(replicas, cfg.Registry)
+	registerIdleGauge(cfg.Registry)
 	return s
 }
 
@@ -285,19 +281,6 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return nil
-}
-
-// markFetchBytes counts fetched record bytes: followers (replicaID >= 0) are replication
-// traffic, everything else BytesOut (docs/kafka-facts.md §9).
-func (s *Server) markFetchBytes(replicaID int32, n int) {
-	if n <= 0 {
-		return
-	}
-	if replicaID >= 0 {
-		s.replBytesOut.Mark(int64(n))
-	} else {
-		s.bytesOut.Mark(int64(n))
-	}
 }
 
 // tp is a short constructor for a TopicPartition.

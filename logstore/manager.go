@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	metrics "github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 )
 
@@ -39,6 +40,8 @@ type Manager struct {
 	checkpointMu sync.Mutex // serialises checkpoint file writes
 
 	cleaner *cleaner // the log cleaner (cleaner.go), nil until StartCleaner; guarded by mu
+
+	metricsReg metrics.Registry // the Log gauges' registry (log_metrics.go); guarded by mu
 }
 
 // Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
@@ -316,6 +319,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	}
 	m.logs[tp] = l
 	m.dirOf[tp] = dir
+	m.registerLogMetricsLocked(tp, l)
 	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "logDir": dir}).Info("created log")
 	return l, nil
 }
@@ -343,6 +347,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	delete(m.logs, tp)
 	delete(m.dirOf, tp)
 	delete(m.hw, tp)
+	m.unregisterLogMetricsLocked(tp)
 	m.mu.Unlock()
 	delay := l.Config().FileDeleteDelay
 	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {

@@ -206,6 +206,9 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 		}
 		c.rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("deleted replica")
 	}
+	if req.DeletePartitions {
+		c.rm.removeTopicStatsOfDeleted(req.Partitions)
+	}
 	for _, tp := range req.Partitions {
 		c.rm.purgatory.checkAndComplete(tp)
 	}

@@ -61,8 +61,6 @@ type rmMetrics struct {
 	isrShrinks       metrics.Meter
 	isrExpands       metrics.Meter
 	failedIsrUpdates metrics.Meter
-	messagesIn       metrics.Meter
-	bytesIn          metrics.Meter
 }
 
 // ReplicaManager owns the partitions hosted by this broker. It holds the partition map and
@@ -82,6 +80,8 @@ type ReplicaManager struct {
 	topics  TopicConfigSource
 	fetcher fetcherManager
 	metrics rmMetrics
+	// topicStats holds the BrokerTopicMetrics (topic_stats.go).
+	topicStats *BrokerTopicStats
 
 	// throttles holds the replication throttles (issue 4, quota.go).
 	throttles *throttles
@@ -167,9 +167,8 @@ func (rm *ReplicaManager) registerMetrics() {
 		isrShrinks:       meter("kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"),
 		isrExpands:       meter("kafka.server:type=ReplicaManager,name=IsrExpandsPerSec"),
 		failedIsrUpdates: meter("kafka.server:type=ReplicaManager,name=FailedIsrUpdatesPerSec"),
-		messagesIn:       meter("kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec"),
-		bytesIn:          meter("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec"),
 	}
+	rm.topicStats = NewBrokerTopicStats(reg)
 	gauge := func(name string, f func(v partitionView) bool) {
 		g := metrics.NewFunctionalGauge(func() int64 {
 			var n int64

@@ -22,12 +22,11 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 			continue
 		}
 		info, code := p.appendAsLeader(records, acks, now)
+		rm.topicStats.markProduce(tp.Topic, code, info.NumRecords, len(records))
 		if code != 0 {
 			results[tp] = ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			continue
 		}
-		rm.metrics.messagesIn.Mark(int64(info.NumRecords))
-		rm.metrics.bytesIn.Mark(int64(len(records)))
 		results[tp] = ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.log.LogStartOffset()}
 		required[tp] = info.LastOffset + 1
 		// Wake parked follower fetches (new data) and produces (the HW may have moved).

@@ -4,6 +4,7 @@
 #   - a Java runtime (`default-jre-headless`) if `java` is not on PATH
 #   - kcat (the librdkafka command-line client)
 #   - chromium (Debian's package): the headless browser of the replication page test
+#   - promtool (Debian's `prometheus` package: the alert rules' tests, docs/metrics.md)
 # Go itself is not installed here: the module needs Go 1.26 (see go.mod).
 # Idempotent: a second run installs nothing. Uses sudo only when not root.
 set -euo pipefail
@@ -34,6 +35,11 @@ if ! command -v chromium >/dev/null 2>&1; then
 else
 	log "chromium present ($(command -v chromium))"
 fi
+if ! command -v promtool >/dev/null 2>&1; then
+	missing+=(prometheus)
+else
+	log "promtool present ($(command -v promtool))"
+fi
 
 if ((${#missing[@]} > 0)); then
 	sudo=()
@@ -58,6 +64,7 @@ fi
 command -v java >/dev/null 2>&1 || { log "java still missing" >&2; exit 1; }
 command -v kcat >/dev/null 2>&1 || { log "kcat still missing" >&2; exit 1; }
 command -v chromium >/dev/null 2>&1 || { log "chromium still missing" >&2; exit 1; }
+command -v promtool >/dev/null 2>&1 || { log "promtool still missing" >&2; exit 1; }
 if ! command -v go >/dev/null 2>&1; then
 	log "go not found on PATH: install Go (version in go.mod) first" >&2
 	exit 1

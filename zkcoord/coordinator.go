@@ -171,7 +171,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 		done:     make(chan struct{}),
 	}
 	c.zk, err = zkclient.Dial(zkclient.Options{Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
-		Dialer: dialer, Log: c.log, OnSession: c.sessQ.Put})
+		Dialer: dialer, Log: c.log, OnSession: c.sessQ.Put, Registry: cfg.Registry})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoSession, cfg.Connect, err)
 	}

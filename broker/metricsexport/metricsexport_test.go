@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	metrics "github.com/rcrowley/go-metrics"
 )
 
@@ -78,65 +81,115 @@ func testRegistry(t *testing.T) metrics.Registry {
 	return reg
 }
 
-func TestRender(t *testing.T) {
-	out := string(Render(testRegistry(t)))
-	want := []string{
-		"# TYPE kafka_server_replicamanager_underreplicatedpartitions gauge\nkafka_server_replicamanager_underreplicatedpartitions 3\n",
-		"# TYPE kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent gauge\nkafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent 99.5\n",
-		"# TYPE kafka_controller_controllerstats_elections counter\nkafka_controller_controllerstats_elections 7\n",
-		"# TYPE kafka_server_brokertopicmetrics_bytesinpersec_count counter\n" +
-			"kafka_server_brokertopicmetrics_bytesinpersec_count 8\n" +
-			"kafka_server_brokertopicmetrics_bytesinpersec_count{topic=\"foo\"} 42\n",
-		"# TYPE kafka_server_brokertopicmetrics_bytesinpersec_oneminuterate gauge\n",
-		"# TYPE kafka_controller_controllerstats_leaderelectionrateandtimems summary\n" +
-			"kafka_controller_controllerstats_leaderelectionrateandtimems{quantile=\"0.5\"} 50.5\n" +
-			"kafka_controller_controllerstats_leaderelectionrateandtimems{quantile=\"0.99\"} 99.99\n" +
-			"kafka_controller_controllerstats_leaderelectionrateandtimems_sum 5050\n" +
-			"kafka_controller_controllerstats_leaderelectionrateandtimems_count 100\n",
-		"# TYPE kafka_controller_controllerstats_leaderelectionrateandtimems_oneminuterate gauge\n",
-		"# TYPE kafka_network_requestmetrics_requestbytes summary\n" +
-			"kafka_network_requestmetrics_requestbytes{request=\"Produce\",quantile=\"0.5\"} 5.5\n" +
-			"kafka_network_requestmetrics_requestbytes{request=\"Produce\",quantile=\"0.99\"} 10\n" +
-			"kafka_network_requestmetrics_requestbytes_sum{request=\"Produce\"} 55\n" +
-			"kafka_network_requestmetrics_requestbytes_count{request=\"Produce\"} 10\n",
+func TestFamilyName(t *testing.T) {
+	cases := []struct {
+		in   string
+		kind Kind
+		name string
+	}{
+		{"kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=foo", KindMeter, "kafka_server_brokertopicmetrics_bytesin_total"},
+		{"kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce", KindMeter, "kafka_network_requestmetrics_requests_total"},
+		{"kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", KindMeter, "kafka_controller_controllerstats_uncleanleaderelections_total"},
+		{"kafka.server:type=group-coordinator-metrics,name=OffsetCommits", KindMeter, "kafka_server_group_coordinator_metrics_offsetcommits_total"},
+		{"kafka.x:type=A,name=PerSec", KindMeter, "kafka_x_a_persec_total"}, // nothing before PerSec
+		{"kafka.controller:type=ControllerStats,name=Elections", KindCounter, "kafka_controller_controllerstats_elections_total"},
+		{"kafka.x:type=A,name=Done_total", KindCounter, "kafka_x_a_done_total"},
+		{"kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", KindSummary, "kafka_network_requestmetrics_totaltimems"},
+		{"kafka.log:type=Log,name=Size,topic=t,partition=0", KindGauge, "kafka_log_log_size"},
 	}
-	for _, w := range want {
-		if !strings.Contains(out, w) {
-			t.Errorf("output lacks\n%s\n--- output:\n%s", w, out)
+	for _, tc := range cases {
+		if name, _ := FamilyName(tc.in, tc.kind); name != tc.name {
+			t.Errorf("FamilyName(%q, %v) = %q, want %q", tc.in, tc.kind, name, tc.name)
 		}
 	}
-	if n := strings.Count(out, "\nkafka_server_replicamanager_underreplicatedpartitions "); n != 1 {
-		t.Errorf("series rendered %d times", n)
-	}
-	checkExposition(t, out)
 }
 
-// checkExposition checks the text format's structure: every sample belongs to the family of
-// the preceding # TYPE line, a family is declared once, and every value parses.
-func checkExposition(t *testing.T, out string) {
+// parse reads a text exposition with the Prometheus parser (which fails on anything
+// malformed: a family declared twice, a sample outside its family, a bad value).
+func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
 	t.Helper()
-	declared := map[string]bool{}
-	current := ""
-	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		if strings.HasPrefix(line, "# TYPE ") {
-			f := strings.Fields(line)
-			if len(f) != 4 {
-				t.Fatalf("bad TYPE line %q", line)
-			}
-			if declared[f[2]] {
-				t.Fatalf("family %s declared twice", f[2])
-			}
-			declared[f[2]] = true
-			current = f[2]
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, text)
+	}
+	return mfs
+}
+
+// value returns the value of family name's series with exactly labels (a counter's,
+// gauge's, or a summary's sample count), and whether it exists.
+func value(mfs map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		if !reflect.DeepEqual(got, labels) && !(len(got) == 0 && len(labels) == 0) {
 			continue
 		}
-		if current == "" || !strings.HasPrefix(line, current) {
-			t.Fatalf("sample %q outside its family %q", line, current)
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Summary != nil:
+			return float64(m.Summary.GetSampleCount()), true
 		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 || line[sp+1:] == "" {
-			t.Fatalf("bad sample %q", line)
+	}
+	return 0, false
+}
+
+func TestRender(t *testing.T) {
+	out := string(Render(testRegistry(t)))
+	mfs := parse(t, out)
+	type want struct {
+		name   string
+		typ    dto.MetricType
+		labels map[string]string
+		v      float64
+	}
+	for _, w := range []want{
+		{"kafka_server_replicamanager_underreplicatedpartitions", dto.MetricType_GAUGE, nil, 3},
+		{"kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", dto.MetricType_GAUGE, nil, 99.5},
+		{"kafka_controller_controllerstats_elections_total", dto.MetricType_COUNTER, nil, 7},
+		{"kafka_server_brokertopicmetrics_bytesin_total", dto.MetricType_COUNTER, nil, 8},
+		{"kafka_server_brokertopicmetrics_bytesin_total", dto.MetricType_COUNTER, map[string]string{"topic": "foo"}, 42},
+		{"kafka_controller_controllerstats_leaderelectionrateandtimems", dto.MetricType_SUMMARY, nil, 100},
+		{"kafka_network_requestmetrics_requestbytes", dto.MetricType_SUMMARY, map[string]string{"request": "Produce"}, 10},
+	} {
+		if mf := mfs[w.name]; mf == nil || mf.GetType() != w.typ || !strings.HasPrefix(mf.GetHelp(), "kafka.") {
+			t.Errorf("family %s: %v, want type %v with a HELP naming the MBean", w.name, mf, w.typ)
+			continue
 		}
+		if v, ok := value(mfs, w.name, w.labels); !ok || v != w.v {
+			t.Errorf("%s%v = %v (present %v), want %v", w.name, w.labels, v, ok, w.v)
+		}
+	}
+	// Rates are not exported (the JMX exporter's rules drop them too).
+	for name := range mfs {
+		if strings.Contains(name, "rate") && !strings.Contains(name, "rateandtime") || strings.Contains(name, "persec") {
+			t.Errorf("rate family %s exported", name)
+		}
+	}
+	// Timers are summaries in milliseconds with p50 and p99.
+	s := mfs["kafka_controller_controllerstats_leaderelectionrateandtimems"].GetMetric()[0].GetSummary()
+	qs := map[float64]float64{}
+	for _, q := range s.GetQuantile() {
+		qs[q.GetQuantile()] = q.GetValue()
+	}
+	if qs[0.5] != 50.5 || qs[0.99] != 99.99 || s.GetSampleSum() != 5050 {
+		t.Errorf("timer summary %v", s)
+	}
+	// Two registry names for one series: exported once.
+	if n := len(mfs["kafka_server_replicamanager_underreplicatedpartitions"].GetMetric()); n != 1 {
+		t.Errorf("series exported %d times", n)
+	}
+	if !strings.Contains(out, "# HELP kafka_server_brokertopicmetrics_bytesin_total kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec") {
+		t.Errorf("HELP line missing:\n%s", out)
 	}
 }
 
@@ -147,6 +200,19 @@ func TestRenderLabelEscaping(t *testing.T) {
 	out := string(Render(reg))
 	if !strings.Contains(out, `kafka_x_a_b{topic="a\\b\"c\nd"} 0`) {
 		t.Fatalf("bad escaping:\n%s", out)
+	}
+	parse(t, out)
+}
+
+// A summary's quantile label in a registry name does not break the summary.
+func TestQuantileKeyProperty(t *testing.T) {
+	reg := metrics.NewRegistry()
+	h := metrics.NewHistogram(metrics.NewUniformSample(10))
+	h.Update(1)
+	_ = reg.Register("kafka.x:type=A,name=H,quantile=1", h)
+	mfs := parse(t, string(Render(reg)))
+	if _, ok := value(mfs, "kafka_x_a_h", map[string]string{"quantile_": "1"}); !ok {
+		t.Fatalf("summary with a renamed quantile label missing: %v", mfs)
 	}
 }
 
@@ -159,11 +225,35 @@ func TestHandler(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentType {
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
 		t.Fatalf("status %d content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	if !strings.Contains(string(body), "kafka_server_replicamanager_underreplicatedpartitions 3") {
 		t.Fatalf("body:\n%s", body)
+	}
+	mfs := parse(t, string(body))
+	for _, f := range []string{"go_goroutines", "process_cpu_seconds_total", "kafka_server_brokertopicmetrics_bytesin_total"} {
+		if mfs[f] == nil && mfs[strings.TrimSuffix(f, "_total")] == nil {
+			t.Errorf("family %s missing", f)
+		}
+	}
+
+	// OpenMetrics by Accept header: counters keep _total on the sample, the TYPE names the
+	// family without it, and the exposition ends with # EOF.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	om := string(body)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/openmetrics-text") ||
+		!strings.Contains(om, "# TYPE kafka_server_brokertopicmetrics_bytesin counter\n") ||
+		!strings.Contains(om, `kafka_server_brokertopicmetrics_bytesin_total{topic="foo"} 42`) ||
+		!strings.HasSuffix(om, "# EOF\n") {
+		t.Fatalf("OpenMetrics: %q\n%s", resp.Header.Get("Content-Type"), om)
 	}
 	resp, err = http.Get(srv.URL + "/other")
 	if err != nil {

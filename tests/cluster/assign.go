@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,93 +68,6 @@ func (c *Cluster) CreateTopicWithAssignment(topic string, assignment map[int32][
 	}
 	c.WaitMetadataLeaders(topic, int32(len(assignment)), 30*time.Second)
 	return got
-}
-
-// Sample is one sample of a Prometheus text exposition: its labels and value.
-type Sample struct {
-	Labels map[string]string
-	Value  float64
-}
-
-// MetricSamplesWithLabels returns every sample of metric name in a Prometheus text exposition,
-// with its labels. Lines it cannot parse are skipped.
-func MetricSamplesWithLabels(text, name string) []Sample {
-	var out []Sample
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		metric := line
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			metric = line[:i]
-		}
-		if metric != name {
-			continue
-		}
-		rest := line[len(metric):]
-		labels := map[string]string{}
-		if strings.HasPrefix(rest, "{") {
-			end := strings.LastIndex(rest, "}")
-			if end < 0 {
-				continue
-			}
-			var ok bool
-			if labels, ok = parseLabels(rest[1:end]); !ok {
-				continue
-			}
-			rest = rest[end+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, Sample{Labels: labels, Value: v})
-	}
-	return out
-}
-
-// parseLabels parses `a="x",b="y"` (values with \\, \" and \n escapes).
-func parseLabels(s string) (map[string]string, bool) {
-	out := map[string]string{}
-	for len(s) > 0 {
-		eq := strings.IndexByte(s, '=')
-		if eq <= 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			return nil, false
-		}
-		key := strings.TrimSpace(s[:eq])
-		var val strings.Builder
-		i := eq + 2
-		closed := false
-		for ; i < len(s); i++ {
-			ch := s[i]
-			if ch == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(s[i])
-				}
-				continue
-			}
-			if ch == '"' {
-				closed = true
-				break
-			}
-			val.WriteByte(ch)
-		}
-		if !closed {
-			return nil, false
-		}
-		out[key] = val.String()
-		s = strings.TrimPrefix(strings.TrimSpace(s[i+1:]), ",")
-	}
-	return out, true
 }
 
 // FetcherPartitionCounts reads broker id's /metrics and returns the PartitionCount of every

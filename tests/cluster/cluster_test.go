@@ -16,16 +16,33 @@ func TestMetricSamples(t *testing.T) {
 		"# HELP kafka_controller_kafkacontroller_activecontrollercount x",
 		"# TYPE kafka_controller_kafkacontroller_activecontrollercount gauge",
 		"kafka_controller_kafkacontroller_activecontrollercount 1",
-		`kafka_server_brokertopicmetrics_bytesinpersec_count{topic="a"} 10`,
-		`kafka_server_brokertopicmetrics_bytesinpersec_count{topic="b b"} 2.5e3`,
-		"kafka_controller_kafkacontroller_activecontrollercount_total 7",
-		"garbage{",
-	}, "\n")
+		"# TYPE kafka_server_brokertopicmetrics_bytesin_total counter",
+		`kafka_server_brokertopicmetrics_bytesin_total{topic="a"} 10`,
+		`kafka_server_brokertopicmetrics_bytesin_total{topic="b b"} 2.5e3`,
+		"# TYPE kafka_network_requestmetrics_totaltimems summary",
+		`kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"} 3.5`,
+		`kafka_network_requestmetrics_totaltimems_sum{request="Produce"} 12`,
+		`kafka_network_requestmetrics_totaltimems_count{request="Produce"} 4`,
+	}, "\n") + "\n"
 	if got := MetricSamples(text, "kafka_controller_kafkacontroller_activecontrollercount"); !reflect.DeepEqual(got, []float64{1}) {
 		t.Errorf("gauge samples %v, want [1]", got)
 	}
-	if got := MetricSamples(text, "kafka_server_brokertopicmetrics_bytesinpersec_count"); !reflect.DeepEqual(got, []float64{10, 2500}) {
+	if got := MetricSamples(text, "kafka_server_brokertopicmetrics_bytesin_total"); !reflect.DeepEqual(got, []float64{10, 2500}) {
 		t.Errorf("labelled samples %v, want [10 2500]", got)
+	}
+	if got := MetricSamples(text, "kafka_network_requestmetrics_totaltimems_count"); !reflect.DeepEqual(got, []float64{4}) {
+		t.Errorf("summary count %v, want [4]", got)
+	}
+	mfs, err := ParseMetrics(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, n, ok := SummaryQuantile(mfs, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "Produce"}, 0.99); !ok || v != 3.5 || n != 4 {
+		t.Errorf("p99 %v count %d ok %v", v, n, ok)
+	}
+	// Text the parser refuses gives no samples.
+	if got := MetricSamples(text+"garbage{\n", "kafka_server_brokertopicmetrics_bytesin_total"); got != nil {
+		t.Errorf("unparsable text: %v", got)
 	}
 	if got := MetricSamples(text, "absent"); got != nil {
 		t.Errorf("absent metric: %v", got)

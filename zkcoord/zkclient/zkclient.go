@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	metrics "github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 )
 
@@ -82,6 +83,8 @@ type Options struct {
 	// goroutine and must only enqueue, so session handling never blocks the client
 	// (KAFKA-8532).
 	OnSession func(zk.State)
+	// Registry receives the session meters (metrics.go); nil: none.
+	Registry metrics.Registry
 }
 
 // Client is a Conn over a real ZooKeeper session.
@@ -104,10 +107,15 @@ func Dial(o Options) (*Client, error) {
 		o.Log = logrus.StandardLogger()
 	}
 	onSession := o.OnSession
+	mark := sessionMeters(o.Registry)
 	conn, _, err := zk.Connect(o.Servers, o.SessionTimeout, zk.WithDialer(o.Dialer),
 		zk.WithLogger(Logger{o.Log}), zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
-			if ev.Type == zk.EventSession && onSession != nil {
+			if ev.Type != zk.EventSession {
+				return
+			}
+			mark(ev.State)
+			if onSession != nil {
 				onSession(ev.State)
 			}
 		}))

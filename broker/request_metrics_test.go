@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rcrowley/go-metrics"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestKafkaAPINames(t *testing.T) {
+	// Spot checks against Kafka 2.4's ApiKeys (kmsg spells some differently: LeaderAndISR).
+	for key, want := range map[int16]string{0: "Produce", 1: "Fetch", 4: "LeaderAndIsr", 22: "InitProducerId",
+		23: "OffsetForLeaderEpoch", 44: "IncrementalAlterConfigs", 47: "OffsetDelete"} {
+		if got := requestName(key); got != want {
+			t.Errorf("requestName(%d) = %q, want %q", key, got, want)
+		}
+	}
+	if len(kafkaAPINames) != 48 {
+		t.Errorf("%d names, want Kafka 2.4's 48 (keys 0-47)", len(kafkaAPINames))
+	}
+}
+
+// A fetch counts as Fetch and as FetchConsumer or FetchFollower; timings land in the timer.
+func TestRequestTiming(t *testing.T) {
+	reg := metrics.NewRegistry()
+	m := newRequestMetrics(reg)
+	count := func(name, req string) int64 {
+		return reg.Get(RequestMetricName(name, req)).(interface{ Count() int64 }).Count()
+	}
+	start := time.Now().Add(-20 * time.Millisecond)
+	m.timing(start, int16(kmsg.Produce), kmsg.NewPtrProduceRequest()).record()
+	follower := kmsg.NewPtrFetchRequest()
+	follower.ReplicaID = 2
+	m.timing(start, int16(kmsg.Fetch), follower).record()
+	m.timing(start, int16(kmsg.Fetch), kmsg.NewPtrFetchRequest()).record() // replica_id -1
+	m.timing(start, int16(kmsg.Fetch), kmsg.NewPtrFetchRequest()).record()
+	for _, c := range []struct {
+		req  string
+		want int64
+	}{{"Produce", 1}, {"Fetch", 3}, {"FetchFollower", 1}, {"FetchConsumer", 2}, {"Metadata", 0}} {
+		if got := count(metricRequestsPerSec, c.req); got != c.want {
+			t.Errorf("RequestsPerSec %s = %d, want %d", c.req, got, c.want)
+		}
+		if got := count(metricTotalTimeMs, c.req); got != c.want {
+			t.Errorf("TotalTimeMs %s count = %d, want %d", c.req, got, c.want)
+		}
+	}
+	if tm := reg.Get(RequestMetricName(metricTotalTimeMs, "Produce")).(metrics.Timer); tm.Min() < int64(20*time.Millisecond) {
+		t.Errorf("Produce total time %v, want >= 20ms", time.Duration(tm.Min()))
+	}
+	requestTiming{}.record() // not counted: no panic
+}
+
+func TestIdleSampler(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cpu := time.Duration(0)
+	s := newIdleSampler(func() time.Duration { return cpu }, func() time.Time { return now }, func() int { return 4 })
+	if v := s.Value(); v != 1 {
+		t.Errorf("initial %v, want 1", v)
+	}
+	now = now.Add(10 * time.Second)
+	cpu += 10 * time.Second // one of four CPUs busy
+	if v := s.Value(); v != 0.75 {
+		t.Errorf("one of four busy: %v, want 0.75", v)
+	}
+	now = now.Add(500 * time.Millisecond)
+	cpu += 2 * time.Second
+	if v := s.Value(); v != 0.75 {
+		t.Errorf("inside the minimum window: %v, want the last value 0.75", v)
+	}
+	now = now.Add(time.Second)
+	cpu += 10 * time.Second // more than all CPUs: clamped
+	if v := s.Value(); v != 0 {
+		t.Errorf("saturated: %v, want 0", v)
+	}
+}
