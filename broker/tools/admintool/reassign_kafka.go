@@ -51,9 +51,9 @@ func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassign
 }
 
 type reassignKafkaRun struct {
-	cl      *kgo.Client
-	adm     *kadm.Client
-	out     io.Writer
+	cl       *kgo.Client
+	adm      *kadm.Client
+	out      io.Writer
 	addr     string
 	timeout  time.Duration
 	throttle int64 // --throttle bytes/s for --execute, <= 0: none
