@@ -167,18 +167,17 @@ func (b *kafkaBackend) create(parent context.Context, name string, partitions in
 		return b.reqErr(err)
 	}
 	for _, t := range resp.Topics {
-		if err := topicError(name, "create topic", t.ErrorCode, t.ErrorMessage, kerr.TopicAlreadyExists, "topic %q already exists"); err != nil {
+		if err := topicError(name, "create topic", kerr.ErrorForCode(t.ErrorCode), deref(t.ErrorMessage), kerr.TopicAlreadyExists, "topic %q already exists"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// topicError turns a per-topic error code of an admin answer into the command's failure:
-// the error special gets its own message (format with the topic name), any other one
+// topicError turns a per-topic error of an admin answer into the command's failure: the
+// error special gets its own message (format with the topic name), any other one
 // "cannot <what> <topic>: <error>: <error_message>"; nil for no error.
-func topicError(name, what string, code int16, message *string, special error, format string) error {
-	err := kerr.ErrorForCode(code)
+func topicError(name, what string, err error, message string, special error, format string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -186,10 +185,18 @@ func topicError(name, what string, code int16, message *string, special error, f
 		return failf(format, name)
 	}
 	msg := oneLine(err.Error())
-	if message != nil && *message != "" {
-		msg += ": " + oneLine(*message)
+	if message != "" {
+		msg += ": " + oneLine(message)
 	}
 	return failf("cannot %s %q: %s", what, name, msg)
+}
+
+// deref is a nullable string's value ("" for null).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func (b *kafkaBackend) delete(parent context.Context, name string) error {
@@ -203,17 +210,7 @@ func (b *kafkaBackend) delete(parent context.Context, name string) error {
 	if !ok {
 		return failf("cannot delete topic %q: the broker did not answer for it", name)
 	}
-	if r.Err != nil {
-		if errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-			return failf("topic %q does not exist", name)
-		}
-		msg := oneLine(r.Err.Error())
-		if r.ErrMessage != "" {
-			msg += ": " + oneLine(r.ErrMessage)
-		}
-		return failf("cannot delete topic %q: %s", name, msg)
-	}
-	return nil
+	return topicError(name, "delete topic", r.Err, r.ErrMessage, kerr.UnknownTopicOrPartition, "topic %q does not exist")
 }
 
 // addPartitions sends CreatePartitions (routed to the controller by the client). Like
@@ -250,7 +247,7 @@ func (b *kafkaBackend) addPartitions(parent context.Context, name string, n int3
 		return b.reqErr(err)
 	}
 	for _, t := range resp.Topics {
-		if err := topicError(name, "add partitions to topic", t.ErrorCode, t.ErrorMessage, kerr.UnknownTopicOrPartition, "topic %q does not exist"); err != nil {
+		if err := topicError(name, "add partitions to topic", kerr.ErrorForCode(t.ErrorCode), deref(t.ErrorMessage), kerr.UnknownTopicOrPartition, "topic %q does not exist"); err != nil {
 			return err
 		}
 	}
