@@ -159,7 +159,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	log := logger.WithField("broker", cfg.BrokerID)
+	log := logger.WithField("brokerId", cfg.BrokerID)
 	for _, w := range warnings {
 		log.Warn(w)
 	}
@@ -416,7 +416,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	}()
 	b.logs.StartCleaner(LogCleanerConfig(cfg, reg)) // stopped by b.logs.Close
 
-	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterID": b.zk.ClusterID()}).Info("broker started")
+	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterId": b.zk.ClusterID()}).Info("broker started")
 	return b, nil
 }
 

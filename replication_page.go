@@ -49,8 +49,8 @@ func publishReplicationPage(cfg *config.Config, b *runningBroker, log logrus.Fie
 	}
 	addr := cfg.MetricsAdvertisedAddress(port)
 	if err := b.zk.PublishReplicationPage(addr); err != nil {
-		log.WithError(err).WithField("address", addr).Warn("publishing the replication page address in ZooKeeper failed")
+		log.WithError(err).WithField("addr", addr).Warn("publishing the replication page address in ZooKeeper failed")
 		return
 	}
-	log.WithField("address", addr).Info("replication page address published")
+	log.WithField("addr", addr).Info("replication page address published")
 }

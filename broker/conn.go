@@ -219,7 +219,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
 		r := &request{c: c, hdr: hdr, slot: sl}
-		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "api": kmsg.NameForKey(key), "version": version})
+		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "apiKey": kmsg.NameForKey(key), "version": version})
 		h.fn(c.s, r, req)
 	})
 }
@@ -247,7 +247,7 @@ func (c *conn) waitForMetadata(key int16) error {
 	select {
 	case <-ready:
 	case <-t.C:
-		c.log.WithField("api", kmsg.NameForKey(key)).Warn("no UpdateMetadata from the controller yet; answering from an empty metadata cache")
+		c.log.WithField("apiKey", kmsg.NameForKey(key)).Warn("no UpdateMetadata from the controller yet; answering from an empty metadata cache")
 	case <-c.done:
 		return net.ErrClosed
 	}

@@ -47,7 +47,7 @@ func NewManager(cfg Config, local Local) *Manager {
 	m := &Manager{
 		cfg:         cfg,
 		local:       local,
-		log:         cfg.Log.WithField("broker", cfg.BrokerID),
+		log:         cfg.Log.WithField("brokerId", cfg.BrokerID),
 		fetchers:    make(map[fetcherKey]*fetcherThread),
 		numFetchers: cfg.NumFetchers,
 		failed:      make(map[TopicPartition]struct{}),

@@ -22,7 +22,7 @@ func (t *fetcherThread) truncateLocked(tp TopicPartition, s *partitionState, off
 	if err != nil {
 		return 0, err
 	}
-	t.plog(tp, s).WithFields(logrus.Fields{"truncateTo": offset, "logEndOffset": leo}).Info("truncated log")
+	t.plog(tp, s).WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": leo}).Info("truncated log")
 	return leo, nil
 }
 
@@ -154,7 +154,7 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 	}
 	plan := PlanTruncation(in)
 	if plan.Action == BackOff {
-		t.plog(tp, s).WithFields(logrus.Fields{"askedEpoch": asked, "replyEpoch": rp.LeaderEpoch, "replyEndOffset": rp.EndOffset}).
+		t.plog(tp, s).WithFields(logrus.Fields{"requestLeaderEpoch": asked, "responseLeaderEpoch": rp.LeaderEpoch, "responseEndOffset": rp.EndOffset}).
 			Warn("epoch truncation made no progress; backing off")
 		t.delayLocked(s)
 		return

@@ -65,7 +65,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		dirs:      append([]string(nil), dirs...),
 		brokerID:  brokerID,
 		defaults:  defaults.sanitized(),
-		log:       log.WithField("broker", brokerID),
+		log:       log.WithField("brokerId", brokerID),
 		clock:     now,
 		logs:      map[TopicPartition]*Log{},
 		dirOf:     map[TopicPartition]string{},

@@ -114,15 +114,15 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	cfg.setDefaults()
 	rm := &ReplicaManager{
 		cfg:        cfg,
-		log:        logrus.NewEntry(logrus.StandardLogger()).WithField("broker", cfg.BrokerID),
+		log:        logrus.NewEntry(logrus.StandardLogger()).WithField("brokerId", cfg.BrokerID),
 		logs:       logs,
 		partitions: make(map[TopicPartition]*Partition),
 		purgatory:  newPurgatory(),
 	}
 	if l, ok := cfg.Log.(*logrus.Entry); ok {
-		rm.log = l.WithField("broker", cfg.BrokerID)
+		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	} else if l, ok := cfg.Log.(*logrus.Logger); ok {
-		rm.log = l.WithField("broker", cfg.BrokerID)
+		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	}
 	if coord != nil {
 		rm.isr = coord

@@ -116,7 +116,7 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 	if code == 0 {
 		return
 	}
-	l.WithField("apiKey", req.Key()).WithField("error", kerr.ErrorForCode(code)).Warn("broker rejected controller request")
+	l.WithField("apiKey", kmsg.NameForKey(req.Key())).WithField("error", kerr.ErrorForCode(code)).Warn("broker rejected controller request")
 	if code == kerr.StaleControllerEpoch.Code {
 		m.ct.enqueue(event{kind: evStaleEpoch, epoch: epoch})
 	}
@@ -189,7 +189,7 @@ func (s *brokerSender) run() {
 				default:
 				}
 				if attempt%50 == 0 {
-					s.log.WithError(err).WithField("apiKey", req.Key()).Warn("controller request to broker failed; retrying")
+					s.log.WithError(err).WithField("apiKey", kmsg.NameForKey(req.Key())).Warn("controller request to broker failed; retrying")
 				}
 				if !s.backoff() {
 					return

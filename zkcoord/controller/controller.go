@@ -80,7 +80,7 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 		cfg.Registry = metrics.DefaultRegistry
 	}
 	if cfg.Log == nil {
-		cfg.Log = logrus.StandardLogger().WithField("broker", cfg.BrokerID)
+		cfg.Log = logrus.StandardLogger().WithField("brokerId", cfg.BrokerID)
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = dialWire

@@ -74,7 +74,7 @@ func (ct *Controller) elect() {
 			id := ct.zk.controllerID()
 			e, v, _ := ct.zk.readOrCreateControllerEpoch()
 			if id != me || e != newEpoch {
-				ct.log.WithField("controller", id).Info("another broker won the controller election")
+				ct.log.WithField("controllerId", id).Info("another broker won the controller election")
 				continue // re-arms the watch and records the winner
 			}
 			newVer = v
