@@ -219,7 +219,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
 		r := &request{c: c, hdr: hdr, slot: sl}
-		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "apiKey": kmsg.NameForKey(key), "version": version})
+		r.log = c.log.WithFields(logrus.Fields{"component": "request", "client": r.clientID(), "apiKey": kmsg.NameForKey(key), "version": version})
 		h.fn(c.s, r, req)
 	})
 }

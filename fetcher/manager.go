@@ -44,6 +44,8 @@ type Manager struct {
 // (MetricPartitionCount) while it runs.
 func NewManager(cfg Config, local Local) *Manager {
 	cfg = cfg.withDefaults()
+	// Every line of the fetchers carries component=fetcher (docs/logging.md).
+	cfg.Log = cfg.Log.WithField("component", "fetcher")
 	m := &Manager{
 		cfg:         cfg,
 		local:       local,

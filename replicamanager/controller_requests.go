@@ -54,7 +54,7 @@ func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch 
 	defer c.rm.mu.Unlock()
 	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}).
+		c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}).
 			Warn("rejecting UpdateMetadata from a stale controller")
 	}
 	return code
@@ -67,7 +67,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	defer c.stateChangeLock.Unlock()
 	res := LeaderAndIsrResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
-	log := c.rm.log.WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	log := c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
 		log.Warn("rejecting LeaderAndIsr from a stale controller")
 		res.ErrorCode = code
@@ -179,7 +179,7 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
+		c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
 		res.ErrorCode = code
 		return res
 	}

@@ -171,6 +171,7 @@ func TestDefaults(t *testing.T) {
 		{"metrics.listen", c.MetricsListen, ""},
 		{"metrics.advertised.listen", c.MetricsAdvertisedListen, ""},
 		{"isrbroker.local.address", c.LocalAddress, ""},
+		{"isrbroker.log.format", c.LogFormat, "text"},
 		{"broker.rack", c.BrokerRack, ""},
 	}
 	for _, ch := range checks {
@@ -229,6 +230,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"metrics.listen", "127.0.0.1:9101",
 		"metrics.advertised.listen", "broker1:9101",
 		"isrbroker.local.address", "127.0.0.11",
+		"isrbroker.log.format", "json",
 		"offsets.topic.num.partitions", "10",
 		"offsets.topic.segment.bytes", "2000000",
 		"offsets.commit.required.acks", "1",
@@ -318,6 +320,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.MetricsListen = "127.0.0.1:9101"
 	want.MetricsAdvertisedListen = "broker1:9101"
 	want.LocalAddress = "127.0.0.11"
+	want.LogFormat = "json"
 	want.OffsetsTopicNumPartitions = 10
 	want.OffsetsTopicSegmentBytes = 2000000
 	want.OffsetsCommitRequiredAcks = 1
@@ -399,6 +402,8 @@ func TestErrors(t *testing.T) {
 			`invalid value "9223372036854775807" for "replica.lag.time.max.ms": too large`},
 		{"boolean", with("unclean.leader.election.enable", "yes"), ErrInvalidValue,
 			`invalid value "yes" for "unclean.leader.election.enable": not a boolean (true or false)`},
+		{"log format", with("isrbroker.log.format", "xml"), ErrInvalidValue,
+			`invalid value "xml" for "isrbroker.log.format": must be one of text, json`},
 
 		// Ranges.
 		{"broker.id -1", with("broker.id", "-1"), ErrInvalidValue,

@@ -74,6 +74,8 @@ func declared() []*Key {
 			"isrbroker's own: host:port at which other brokers and browsers reach metrics.listen (the replication page gathers every broker's state through it); empty: metrics.listen, with its host replaced by the first advertised listener's host when it is a wildcard."),
 		broker("isrbroker.local.address", String, "", nil,
 			"isrbroker's own: the IP every outgoing connection (fetchers, controller channel, ZooKeeper) binds as its source; empty lets the kernel choose."),
+		broker("isrbroker.log.format", String, "text", OneOf("text", "json"),
+			"isrbroker's own: the format of the broker's log lines on stderr: text (logrus key=value) or json (one JSON object per line with time, level, msg, component and the fields of docs/logging.md); the --log-format flag of `isrbroker broker` wins over it."),
 
 		// ---- ZooKeeper ----
 		broker("zookeeper.connect", String, "", nil,

@@ -131,6 +131,12 @@ func (ct *Controller) Close() {
 // IsActive reports whether this broker is the active controller.
 func (ct *Controller) IsActive() bool { return ct.active.Load() }
 
+// stateChangeLog is the logger of the partition and replica state machines' transitions and
+// elections: component=state-change, Kafka's state-change.log (docs/logging.md).
+func (ct *Controller) stateChangeLog() *logrus.Entry {
+	return ct.log.WithField("component", "state-change")
+}
+
 // Reelect queues an election (a new ZooKeeper session: Kafka's RegisterBrokerAndReelect).
 func (ct *Controller) Reelect() { ct.enqueue(event{kind: evElect}) }
 

@@ -97,7 +97,7 @@ func (m *partitionStateMachine) transition(tp TopicPartition, target PartitionSt
 
 func (m *partitionStateMachine) logInvalid(tp TopicPartition, from, to PartitionState) {
 	m.invalid++
-	m.ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("from", from).
+	m.ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("from", from).
 		WithField("to", to).Error("invalid partition state transition; skipped")
 }
 
@@ -155,7 +155,7 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 		// Brokers in controlled shutdown (K7) are neither leader nor in the first ISR.
 		eligible := slices.DeleteFunc(slices.Clone(live), func(r int32) bool { return ct.ctx.shuttingDown[r] })
 		if len(eligible) == 0 {
-			ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
+			ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).
 				WithField("replicas", ct.ctx.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
 			continue
 		}
@@ -201,7 +201,7 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 		st.zkVersion = 0
 		ct.ctx.states[tp] = &st
 		m.transition(tp, OnlinePartition)
-		ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
+		ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
 			WithField("isr", st.isr).WithField("leaderEpoch", st.leaderEpoch).Info("new partition online")
 		b.addLeaderAndIsr(live, tp, true)
 	}
@@ -233,7 +233,7 @@ func (m *partitionStateMachine) elect(tps []TopicPartition, b *requestBatch, str
 				break
 			}
 			if cur.controllerEpoch > ct.ctx.epoch {
-				ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
+				ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).
 					WithField("stateControllerEpoch", cur.controllerEpoch).Warn("partition state written by a newer controller; aborting")
 				return ErrControllerMoved
 			}
@@ -266,7 +266,7 @@ func (m *partitionStateMachine) elect(tps []TopicPartition, b *requestBatch, str
 				next.zkVersion = res[0].Stat.Version
 			}
 			ct.ctx.states[tp] = &next
-			l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", next.leader).
+			l := ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", next.leader).
 				WithField("isr", next.isr).WithField("leaderEpoch", next.leaderEpoch)
 			if unclean {
 				ct.mUnclean.Mark(1)

@@ -121,7 +121,7 @@ func (m *replicaStateMachine) transitionOnly(replicas []partitionReplica, target
 		cur := m.states[pr]
 		if !validReplicaTransition(cur, target) {
 			m.invalid++
-			m.ct.log.WithField("topic", pr.tp.Topic).WithField("partition", pr.tp.Partition).WithField("replica", pr.replica).
+			m.ct.stateChangeLog().WithField("topic", pr.tp.Topic).WithField("partition", pr.tp.Partition).WithField("replica", pr.replica).
 				WithField("from", cur).WithField("to", target).Error("invalid replica state transition; skipped")
 			continue
 		}
