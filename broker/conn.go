@@ -93,12 +93,12 @@ func (c *conn) serve() {
 		frame, err := kproto.ReadFrame(br, c.s.cfg.SocketRequestMaxBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.log.WithError(err).Info("closing connection: bad frame")
+				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
 			}
 			return
 		}
 		if err := c.handleFrame(frame); err != nil {
-			c.log.WithError(err).Info("closing connection: bad request")
+			requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad request")
 			return
 		}
 	}
@@ -247,7 +247,8 @@ func (c *conn) waitForMetadata(key int16) error {
 	select {
 	case <-ready:
 	case <-t.C:
-		c.log.WithField("apiKey", kmsg.NameForKey(key)).Warn("no UpdateMetadata from the controller yet; answering from an empty metadata cache")
+		requestWarnings.Warn(c.log.WithField("apiKey", kmsg.NameForKey(key)), kmsg.NameForKey(key),
+			"no UpdateMetadata from the controller yet; answering from an empty metadata cache")
 	case <-c.done:
 		return net.ErrClosed
 	}

@@ -1,6 +1,7 @@
 package replicamanager
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,8 +55,8 @@ func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch 
 	defer c.rm.mu.Unlock()
 	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}).
-			Warn("rejecting UpdateMetadata from a stale controller")
+		requestWarnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
+			fmt.Sprint(controllerID, "/", controllerEpoch), "rejecting UpdateMetadata from a stale controller")
 	}
 	return code
 }
@@ -69,7 +70,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	log := c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
-		log.Warn("rejecting LeaderAndIsr from a stale controller")
+		requestWarnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
 		res.ErrorCode = code
 		return res
 	}
@@ -179,7 +180,8 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
+		requestWarnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
+			fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting StopReplica from a stale controller")
 		res.ErrorCode = code
 		return res
 	}

@@ -102,8 +102,11 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 		epoch = req.(*kmsg.LeaderAndISRRequest).ControllerEpoch
 		for _, p := range r.Partitions {
 			if p.ErrorCode != 0 {
-				l.WithField("topic", p.Topic).WithField("partition", p.Partition).
-					WithField("error", kerr.ErrorForCode(p.ErrorCode)).Warn("LeaderAndIsr partition error")
+				// Once per 10 s per broker, partition and error: a stale epoch is answered for
+				// every partition of every request until the controller resigns.
+				responseWarnings.Warn(l.WithField("topic", p.Topic).WithField("partition", p.Partition).
+					WithField("error", kerr.ErrorForCode(p.ErrorCode)),
+					fmt.Sprint(brokerID, "/", p.Topic, "-", p.Partition, "/", p.ErrorCode), "LeaderAndIsr partition error")
 			}
 		}
 	case *kmsg.UpdateMetadataResponse:
@@ -116,7 +119,8 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 	if code == 0 {
 		return
 	}
-	l.WithField("apiKey", kmsg.NameForKey(req.Key())).WithField("error", kerr.ErrorForCode(code)).Warn("broker rejected controller request")
+	responseWarnings.Warn(l.WithField("apiKey", kmsg.NameForKey(req.Key())).WithField("error", kerr.ErrorForCode(code)),
+		fmt.Sprint(brokerID, "/", req.Key(), "/", code), "broker rejected controller request")
 	if code == kerr.StaleControllerEpoch.Code {
 		m.ct.enqueue(event{kind: evStaleEpoch, epoch: epoch})
 	}
