@@ -153,7 +153,9 @@ install_bin() {
 		target=$gobin/isrbroker
 	else
 		for dir in /usr/local/bin "$HOME/.local/bin"; do
-			in_path "$dir" && [[ -d "$dir" && -w "$dir" ]] || continue
+			in_path "$dir" || continue
+			[[ "$dir" != "$HOME/.local/bin" ]] || mkdir -p "$dir" 2>/dev/null || true
+			[[ -d "$dir" && -w "$dir" ]] || continue
 			if [[ -e "$dir/isrbroker" && ! -L "$dir/isrbroker" ]]; then
 				log "$dir/isrbroker exists and is not a link; left as it is"
 				continue
