@@ -231,7 +231,7 @@ check_consumed() {
 }
 
 # produce INPUT: kcat -P with acks=all (request.required.acks=-1): each record is acknowledged
-# once every in-sync replica has it (S14.3, K2).
+# once every in-sync replica has it (S4), refused while the ISR is below min.insync.replicas (K2).
 produce() {
 	timeout 60 kcat -P -b "$(bootstrap)" -t "$DEMO_TOPIC" -K: -X acks=all <<<"$1" || die "kcat -P (acks=all) failed"
 }
@@ -347,11 +347,12 @@ isr_full() {
 	[[ "$l" -ge 0 && "$(tr ',' '\n' <<<"$i" | grep -c .)" -eq "$DEMO_RF" ]]
 }
 
-# demo_failover RUN INPUT: kill -9 the leader of demo-0 and show Kafka's failover (S3, K1): the
-# controller elects a new leader from the ISR with leader epoch + 1 once the dead broker's
-# ZooKeeper session expires and shrinks the ISR to the live replicas; acks=all still works with 2
-# in-sync replicas (min.insync.replicas=2); the restarted broker truncates to the new leader's log
-# by leader epoch, catches up and rejoins the ISR (S10).
+# demo_failover RUN INPUT: kill -9 the leader of demo-0 and show Kafka's failover: once the dead
+# broker's ZooKeeper session expires it is no longer in sync (S5) and the controller elects a new
+# leader from the ISR with leader epoch + 1 and writes the smaller ISR (S9, S3); acks=all still
+# works with 2 in-sync replicas (min.insync.replicas=2, K2) and no acknowledged record is lost
+# (S3); the restarted broker truncates by leader epoch (K1), catches up and the leader adds it to
+# the ISR again (S6).
 demo_failover() {
 	local run=$1 input=$2 before l e i c pid
 	T_KILL=$SECONDS
