@@ -441,7 +441,7 @@ stop_one() {
 	fi
 	local pid
 	pid=$(cat "$pidfile")
-	log "stopping $name (pid $pid)"
+	log "waiting for $name (pid $pid) to exit"
 	kill -TERM "$pid" 2>/dev/null || true
 	if ! wait_until 30 "$name exit" eval "! kill -0 $pid 2>/dev/null"; then
 		log "$name (pid $pid) did not stop within 30 s; sending SIGKILL"
@@ -459,6 +459,7 @@ cmd_down() {
 		fi
 	done
 	for id in "${IDS[@]}"; do stop_one "$STATE/broker-$id.pid" isrbroker "broker $id"; done
+	if alive "$STATE/zookeeper.pid" QuorumPeerMain; then log "stopping ZooKeeper (pid $(cat "$STATE/zookeeper.pid"))"; fi
 	stop_one "$STATE/zookeeper.pid" QuorumPeerMain "ZooKeeper"
 	log "down"
 }
