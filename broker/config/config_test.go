@@ -729,8 +729,9 @@ func TestExampleServerProperties(t *testing.T) {
 		if c.MetricsListen != "127.0.0.1:910"+string(rune('0'+n)) {
 			t.Errorf("%s: metrics.listen %q", path, c.MetricsListen)
 		}
-		if c.NumPartitions != 3 || c.DefaultReplicationFactor != 1 || c.ZookeeperSessionTimeout != 6*time.Second ||
-			c.ReplicaLagTimeMax != 10*time.Second || c.MinInsyncReplicas != 1 || c.OffsetsTopicReplicationFactor != 1 ||
+		// scripts/cluster.sh's cluster replicates like production (README "Running a local cluster").
+		if c.NumPartitions != 3 || c.DefaultReplicationFactor != 3 || c.ZookeeperSessionTimeout != 6*time.Second ||
+			c.ReplicaLagTimeMax != 10*time.Second || c.MinInsyncReplicas != 1 || c.OffsetsTopicReplicationFactor != 3 ||
 			!reflect.DeepEqual(c.ZookeeperServers, []string{"127.0.0.1:2181"}) {
 			t.Errorf("%s: unexpected values %+v", path, c)
 		}
