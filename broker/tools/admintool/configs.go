@@ -82,7 +82,7 @@ type configsRequest struct {
 	name    string // topic or broker id; "" for the broker default
 	dflt    bool   // --entity-default
 	named   bool   // an entity was named (name or default)
-	all     bool // --all: every entry of DescribeConfigs, not only the dynamic source's
+	all     bool   // --all: every entry of DescribeConfigs, not only the dynamic source's
 	add     map[string]string
 	addKeys []string
 	del     []string
