@@ -144,7 +144,8 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, warnings, err := config.Load(path, overrides)
+	// server.properties < KAFKA_* environment variables < --override (docs/containers.md).
+	cfg, report, err := config.LoadAll(config.Sources{Path: path, Environ: os.Environ(), Overrides: overrides})
 	if err != nil {
 		return err
 	}
@@ -153,8 +154,19 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 		return err
 	}
 	log := logger.WithFields(logrus.Fields{"brokerId": cfg.BrokerID, "component": componentServer})
-	for _, w := range warnings {
+	for _, w := range report.Warnings {
 		log.Warn(w)
+	}
+	if len(report.FromEnv) > 0 {
+		set := make([]string, len(report.FromEnv))
+		for i, s := range report.FromEnv {
+			set[i] = s.Var + "->" + s.Key
+		}
+		log.WithField("settings", strings.Join(set, ",")).Info("config properties from environment variables")
+	}
+	if len(report.SkippedEnv) > 0 {
+		log.WithField("variables", strings.Join(report.SkippedEnv, ",")).
+			Info("environment variables of Kafka's JVM, logging or JMX skipped: they configure no broker setting")
 	}
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
