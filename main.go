@@ -271,7 +271,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
-			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page)); serr != nil {
+			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page, pprofRoutes(cfg, log))); serr != nil {
 				log.WithError(serr).Error("metrics endpoint stopped")
 			}
 		}()

@@ -141,6 +141,9 @@ type Config struct {
 	// LogFormat is isrbroker.log.format: "text" or "json" (docs/logging.md); the broker
 	// command's --log-format flag wins over it.
 	LogFormat string `key:"isrbroker.log.format"`
+	// PprofEnable is isrbroker.pprof.enable: net/http/pprof at /debug/pprof/ on the metrics
+	// listener, with mutex and block sampling on (docs/performance.md, "Profiling a broker").
+	PprofEnable bool `key:"isrbroker.pprof.enable"`
 
 	// Props are the properties as given (file, then --override), Kafka's
 	// originalsFromThisConfig: DescribeConfigs reports them as STATIC_BROKER_CONFIG.
@@ -332,6 +335,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.MetricsListen); err != nil {
 			return invalid("metrics.listen", c.MetricsListen, "%v", err)
 		}
+	}
+	if c.PprofEnable && c.MetricsListen == "" {
+		return invalid("isrbroker.pprof.enable", "true", "needs metrics.listen: the profiles are served on the metrics listener")
 	}
 	if c.MetricsAdvertisedListen != "" {
 		if err := checkHostPort(c.MetricsAdvertisedListen); err != nil {

@@ -231,6 +231,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"metrics.advertised.listen", "broker1:9101",
 		"isrbroker.local.address", "127.0.0.11",
 		"isrbroker.log.format", "json",
+		"isrbroker.pprof.enable", "true",
 		"offsets.topic.num.partitions", "10",
 		"offsets.topic.segment.bytes", "2000000",
 		"offsets.commit.required.acks", "1",
@@ -321,6 +322,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.MetricsAdvertisedListen = "broker1:9101"
 	want.LocalAddress = "127.0.0.11"
 	want.LogFormat = "json"
+	want.PprofEnable = true
 	want.OffsetsTopicNumPartitions = 10
 	want.OffsetsTopicSegmentBytes = 2000000
 	want.OffsetsCommitRequiredAcks = 1
@@ -845,5 +847,14 @@ func TestUnusedAndUnsupportedKeys(t *testing.T) {
 		if !errors.Is(err, tc.kind) || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// isrbroker.pprof.enable serves the profiles on the metrics listener, so it needs one.
+func TestPprofNeedsMetricsListen(t *testing.T) {
+	p := with("isrbroker.pprof.enable", "true")
+	_, _, err := Parse(p)
+	if err == nil || !strings.Contains(err.Error(), "isrbroker.pprof.enable") || !strings.Contains(err.Error(), "metrics.listen") {
+		t.Fatalf("Parse = %v, want an error naming isrbroker.pprof.enable and metrics.listen", err)
 	}
 }

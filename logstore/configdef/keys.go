@@ -72,6 +72,8 @@ func declared() []*Key {
 			"isrbroker's own: host:port of the HTTP endpoint serving Prometheus text at /metrics; empty disables it."),
 		broker("metrics.advertised.listen", String, "", nil,
 			"isrbroker's own: host:port at which other brokers and browsers reach metrics.listen (the replication page gathers every broker's state through it); empty: metrics.listen, with its host replaced by the first advertised listener's host when it is a wildcard."),
+		broker("isrbroker.pprof.enable", Boolean, "false", nil,
+			"isrbroker's own: serve Go's net/http/pprof profiles (CPU, heap, allocs, mutex, block, goroutine) at /debug/pprof/ on metrics.listen, and sample mutex and block events for them; needs metrics.listen (docs/performance.md, \"Profiling a broker\")."),
 		broker("isrbroker.local.address", String, "", nil,
 			"isrbroker's own: the IP every outgoing connection (fetchers, controller channel, ZooKeeper) binds as its source; empty lets the kernel choose."),
 		broker("isrbroker.log.format", String, "text", OneOf("text", "json"),
