@@ -74,14 +74,23 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		return res
 	}
 	now := c.rm.now()
+	// The missing partitions' logs are created first, in parallel (createPartitions).
+	var mine []TopicPartition
+	for _, st := range req.Partitions {
+		if slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+			mine = append(mine, st.TopicPartition)
+		}
+	}
+	createErrs := c.rm.createPartitions(mine)
 	var leaders, followers []PartitionState
+	stale := 0
 	for _, st := range req.Partitions {
 		if !slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
 			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		p, err := c.rm.getOrCreatePartition(st.TopicPartition)
-		if err != nil {
+		p := c.rm.getPartition(st.TopicPartition)
+		if err := createErrs[st.TopicPartition]; err != nil || p == nil {
 			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition}).WithError(err).Error("creating log")
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
 			continue
@@ -90,9 +99,13 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		cur := p.leaderEpoch
 		p.mu.RUnlock()
 		// 2.4 rule: apply only a strictly newer leader epoch; otherwise STALE_CONTROLLER_EPOCH.
+		// Logged once per request with a count (the first at debug level each), not per partition.
 		if st.LeaderEpoch <= cur {
-			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
-				Info("ignoring LeaderAndIsr: leader epoch not newer")
+			if stale == 0 {
+				log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
+					Debug("ignoring LeaderAndIsr: leader epoch not newer")
+			}
+			stale++
 			res.Partitions[st.TopicPartition] = kerr.StaleControllerEpoch.Code
 			continue
 		}
@@ -102,6 +115,9 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		} else {
 			followers = append(followers, st)
 		}
+	}
+	if stale > 0 {
+		log.WithField("partitions", stale).Info("ignoring LeaderAndIsr for partitions whose leader epoch is not newer")
 	}
 	c.makeLeaders(leaders, now)
 	c.makeFollowers(followers, req.LiveLeaders)
