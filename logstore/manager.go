@@ -33,10 +33,10 @@ type Manager struct {
 	mu        sync.RWMutex
 	logs      map[TopicPartition]*Log
 	dirOf     map[TopicPartition]string
-	dirLogs   map[string]int                    // number of logs per dir (dirOf's values counted)
+	dirLogs   map[string]int                   // number of logs per dir (dirOf's values counted)
 	creating  map[TopicPartition]chan struct{} // logs being created outside mu; closed when done
-	hw        map[TopicPartition]int64 // last HW checkpointed per partition
-	initialHW map[TopicPartition]int64 // as read at Open
+	hw        map[TopicPartition]int64         // last HW checkpointed per partition
+	initialHW map[TopicPartition]int64         // as read at Open
 	closed    bool
 
 	checkpointMu sync.Mutex // serialises checkpoint file writes
