@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
 // TestFencedBatchIsolatesFailingGroups: groups are written in fenced multis of at most
@@ -67,4 +70,38 @@ func TestFencedBatchIsolatesFailingGroups(t *testing.T) {
 	if ok, _, _ := admin.Exists("/batch/fenced"); ok {
 		t.Fatal("a fenced batch wrote")
 	}
+}
+
+// TestK7_DeadBrokerLeavesIsrItRejoinedUnseen: after a controlled shutdown took broker 3 out of
+// an ISR, its new leader put it back (broker 3 followed until it exited) and the controller
+// has not seen that ISR change yet. When broker 3 dies the controller reads the states afresh
+// (Kafka's doRemoveReplicasFromIsr) and removes it: no ISR keeps naming the stopped broker.
+func TestK7_DeadBrokerLeavesIsrItRejoinedUnseen(t *testing.T) {
+	h, ct := newActiveHarness(t, 3)
+	h.createTopic("t", map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}}, nil)
+	h.until("online", func() bool { return h.state("t", 0) != nil && h.state("t", 1) != nil })
+	h.step()
+	res := make(chan error, 1)
+	go func() {
+		_, err := ct.ControlledShutdown(context.Background(), 3, ct.ctx.live[3].Epoch)
+		res <- err
+	}()
+	h.until("answer", func() bool { return len(res) == 1 })
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if st := h.state("t", p); slices.Contains(st.ISR, 3) {
+			t.Fatalf("partition %d after controlled shutdown: %+v", p, st)
+		}
+	}
+	// The leaders re-add broker 3 behind the controller's back (no ISR change notification).
+	for p := int32(0); p < 2; p++ {
+		st := h.state("t", p)
+		h.write(zkdata.PartitionStatePath("t", p), zkdata.EncodeState(st.Leader, st.LeaderEpoch, append(slices.Clone(st.ISR), 3), st.ControllerEpoch))
+	}
+	h.kill(3)
+	h.until("broker 3 out of every ISR", func() bool {
+		return !slices.Contains(h.state("t", 0).ISR, 3) && !slices.Contains(h.state("t", 1).ISR, 3)
+	})
 }
