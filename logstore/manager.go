@@ -35,6 +35,7 @@ type Manager struct {
 	dirOf     map[TopicPartition]string
 	dirLogs   map[string]int                   // number of logs per dir (dirOf's values counted)
 	creating  map[TopicPartition]chan struct{} // logs being created outside mu; closed when done
+	dirSync   map[string]*dirSyncer            // group commit of each log dir's fsyncs (set at Open)
 	hw        map[TopicPartition]int64         // last HW checkpointed per partition
 	initialHW map[TopicPartition]int64         // as read at Open
 	closed    bool
@@ -73,8 +74,12 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		dirOf:     map[TopicPartition]string{},
 		dirLogs:   map[string]int{},
 		creating:  map[TopicPartition]chan struct{}{},
+		dirSync:   map[string]*dirSyncer{},
 		hw:        map[TopicPartition]int64{},
 		initialHW: map[TopicPartition]int64{},
+	}
+	for _, dir := range m.dirs {
+		m.dirSync[dir] = newDirSyncer(dir)
 	}
 	for _, dir := range m.dirs {
 		if err := m.loadDir(dir); err != nil {
@@ -328,7 +333,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 			recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
 		})
 		if err == nil {
-			if err = syncDir(dir); err != nil {
+			if err = m.dirSync[dir].sync(); err != nil { // shared with concurrent creations
 				l.Close()
 			}
 		}

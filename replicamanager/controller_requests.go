@@ -132,11 +132,34 @@ func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time)
 		return
 	}
 	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
-	for _, st := range states {
-		p := c.rm.getPartition(st.TopicPartition)
-		p.makeLeader(st, now)
+	// Each new leader epoch is written to the partition's leader-epoch-checkpoint with an
+	// fsync (K1): the partitions are made leaders on a bounded worker pool so those fsyncs
+	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
+	forEachParallel(len(states), func(i int) {
+		st := states[i]
+		c.rm.getPartition(st.TopicPartition).makeLeader(st, now)
 		c.rm.purgatory.checkAndComplete(st.TopicPartition)
+	})
+}
+
+// forEachParallel runs f(0..n-1) on at most logCreateWorkers goroutines and waits for all.
+func forEachParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, logCreateWorkers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
 	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // makeFollowers implements S14 (with K1: no truncation here; the fetcher truncates by leader epoch).

@@ -315,22 +315,9 @@ func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartit
 		}
 	}
 	errs := make([]error, len(missing))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(len(missing), logCreateWorkers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				_, errs[i] = rm.createPartition(missing[i], configs[missing[i].Topic])
-			}
-		}()
-	}
-	for i := range missing {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEachParallel(len(missing), func(i int) {
+		_, errs[i] = rm.createPartition(missing[i], configs[missing[i].Topic])
+	})
 	out := map[TopicPartition]error{}
 	for i, err := range errs {
 		if err != nil {
@@ -340,5 +327,5 @@ func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartit
 	return out
 }
 
-// logCreateWorkers bounds the logs a LeaderAndIsr creates at once.
+// logCreateWorkers bounds the partitions a LeaderAndIsr creates or makes leaders at once.
 const logCreateWorkers = 8
