@@ -29,7 +29,7 @@ func pprofRoutes(cfg *config.Config, log logrus.FieldLogger) func(*http.ServeMux
 	}
 	runtime.SetMutexProfileFraction(pprofMutexFraction)
 	runtime.SetBlockProfileRate(pprofBlockRateNs)
-	log.WithFields(logrus.Fields{"path": "/debug/pprof/", "mutex_fraction": pprofMutexFraction, "block_rate_ns": pprofBlockRateNs}).
+	log.WithFields(logrus.Fields{"path": "/debug/pprof/", "mutexFraction": pprofMutexFraction, "blockRateNs": pprofBlockRateNs}).
 		Info("serving Go profiles on the metrics listener (isrbroker.pprof.enable)")
 	return func(mux *http.ServeMux) {
 		mux.HandleFunc("/debug/pprof/", pprof.Index) // heap, allocs, mutex, block, goroutine, ...
