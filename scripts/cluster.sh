@@ -204,9 +204,31 @@ cmd_up() {
 	log "up and demo took $((SECONDS - t0)) s; stop the cluster with: scripts/cluster.sh down"
 }
 
+# raise_demo_rf PARTITIONS: give a demo topic left by an older version of this script (replication
+# factor 1) 3 replicas per partition the way Kafka changes a replication factor: a reassignment
+# whose new replicas the controller adds, waits for in the ISR and then completes; then the topic
+# config min.insync.replicas=2.
+raise_demo_rf() {
+	local n=$1 plan=$STATE/demo-replication-factor.json p i parts=() reps
+	for ((p = 0; p < n; p++)); do
+		reps=()
+		for ((i = 0; i < DEMO_RF; i++)); do reps+=("${IDS[$(((p + i) % ${#IDS[@]}))]}"); done
+		parts+=("{\"topic\":\"$DEMO_TOPIC\",\"partition\":$p,\"replicas\":[$(IFS=,; echo "${reps[*]}")]}")
+	done
+	echo "{\"version\":1,\"partitions\":[$(IFS=,; echo "${parts[*]}")]}" >"$plan"
+	log "raising the replication factor of topic $DEMO_TOPIC to $DEMO_RF: isrbroker reassign-partitions --execute --reassignment-json-file $plan"
+	"$BIN" reassign-partitions --zookeeper "127.0.0.1:$ZK_PORT" --execute --reassignment-json-file "$plan" >/dev/null ||
+		die "reassign-partitions --execute of $plan failed"
+	reassigned() { "$BIN" reassign-partitions --zookeeper "127.0.0.1:$ZK_PORT" --verify --reassignment-json-file "$plan" >/dev/null 2>&1; }
+	wait_until 120 "reassignment" reassigned || die "the reassignment of topic $DEMO_TOPIC did not complete within 120 s (isrbroker reassign-partitions --verify shows where it is)"
+	"$BIN" configs --bootstrap-server "$(bootstrap)" --entity-type topics --entity-name "$DEMO_TOPIC" --alter \
+		--add-config "min.insync.replicas=$DEMO_MIN_ISR" >/dev/null || die "could not set min.insync.replicas=$DEMO_MIN_ISR on topic $DEMO_TOPIC"
+	log "topic $DEMO_TOPIC now has $DEMO_RF replicas per partition and min.insync.replicas=$DEMO_MIN_ISR"
+}
+
 # ensure_demo_topic: create topic demo with replication factor 3 and min.insync.replicas=2
 # (acks=all then needs 2 in-sync replicas, K2), unless it exists; an older demo topic with
-# another replication factor stops the demo with the command that fixes it.
+# replication factor 1 is given 3 replicas (raise_demo_rf).
 ensure_demo_topic() {
 	"$BIN" topics --zookeeper "127.0.0.1:$ZK_PORT" --create --if-not-exists --topic "$DEMO_TOPIC" \
 		--partitions "$DEMO_PARTITIONS" --replication-factor "$DEMO_RF" --config "min.insync.replicas=$DEMO_MIN_ISR" ||
@@ -215,7 +237,13 @@ ensure_demo_topic() {
 	desc=$("$BIN" topics --zookeeper "127.0.0.1:$ZK_PORT" --describe --topic "$DEMO_TOPIC") || die "could not describe topic $DEMO_TOPIC"
 	rf=$(sed -n 's/.*ReplicationFactor: *\([0-9]*\).*/\1/p' <<<"$desc" | head -n1)
 	if [[ "$rf" != "$DEMO_RF" ]]; then
-		die "topic $DEMO_TOPIC exists with replication factor ${rf:-?} (left by an older version of this script); scripts/cluster.sh clean deletes it (and every topic), then run scripts/cluster.sh up"
+		local n
+		n=$(sed -n 's/.*PartitionCount: *\([0-9]*\).*/\1/p' <<<"$desc" | head -n1)
+		[[ "$n" =~ ^[0-9]+$ && "$rf" =~ ^[0-9]+$ && "$rf" -lt "$DEMO_RF" ]] ||
+			die "topic $DEMO_TOPIC exists with replication factor ${rf:-?}; scripts/cluster.sh clean deletes it (and every topic), then run scripts/cluster.sh up"
+		log "topic $DEMO_TOPIC exists with replication factor $rf (left by an older version of this script)"
+		raise_demo_rf "$n"
+		desc=$("$BIN" topics --zookeeper "127.0.0.1:$ZK_PORT" --describe --topic "$DEMO_TOPIC") || die "could not describe topic $DEMO_TOPIC"
 	fi
 	echo "== isrbroker topics --describe --topic $DEMO_TOPIC (replication factor $DEMO_RF, min.insync.replicas=$DEMO_MIN_ISR)"
 	echo "$desc"
