@@ -73,7 +73,7 @@ func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
 	wants := []want{
 		{"broker started", "server", "brokerEpoch"},
 		{"elected controller", "controller", "controllerEpoch"},
-		{"new partition online", "state-change", "leaderEpoch"},
+		{"new partitions online", "state-change", "count"},
 		{"became leader", "replica-manager", "highWatermark"},
 		{"became follower", "replica-manager", "logEndOffset"},
 		{"added partition, truncating", "fetcher", "fetcherId"},

@@ -258,12 +258,12 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 		st.zkVersion = 0
 		ct.ctx.states[tp] = &st
 		m.transition(tp, OnlinePartition)
-		ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
+		ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
 			WithField("isr", st.isr).WithField("leaderEpoch", st.leaderEpoch).Debug("new partition online")
 		b.addLeaderAndIsr(p.live, tp, true)
 		created++
 	}
-	ct.log.WithField("count", created).WithField("existing", len(reload)).Info("new partitions online")
+	ct.stateChangeLog().WithField("count", created).WithField("existing", len(reload)).Info("new partitions online")
 	return nil
 }
 
