@@ -52,6 +52,9 @@ func jsonLogLines(out string) ([]jsonLogLine, []string) {
 // follower's fetcher lines component=fetcher, the leadership lines component=replica-manager,
 // start-up component=server. Fields use the documented spellings (leaderEpoch, not epoch).
 func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
+	// Debug level: the lines of every level must be JSON with a component, and the controller's
+	// per-partition state-change lines are debug when summarised at info.
+	t.Setenv("ISRBROKER_LOG_LEVEL", "debug")
 	c := cluster.Start(t, cluster.Options{
 		Brokers:   2,
 		Overrides: map[string]string{"isrbroker.log.format": "json"},

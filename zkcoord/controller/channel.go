@@ -102,11 +102,8 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 		epoch = req.(*kmsg.LeaderAndISRRequest).ControllerEpoch
 		for _, p := range r.Partitions {
 			if p.ErrorCode != 0 {
-				// Once per 10 s per broker, partition and error: a stale epoch is answered for
-				// every partition of every request until the controller resigns.
-				responseWarnings.Warn(l.WithField("topic", p.Topic).WithField("partition", p.Partition).
-					WithField("error", kerr.ErrorForCode(p.ErrorCode)),
-					fmt.Sprint(brokerID, "/", p.Topic, "-", p.Partition, "/", p.ErrorCode), "LeaderAndIsr partition error")
+				l.WithField("topic", p.Topic).WithField("partition", p.Partition).
+					WithField("error", kerr.ErrorForCode(p.ErrorCode)).Warn("LeaderAndIsr partition error")
 			}
 		}
 	case *kmsg.UpdateMetadataResponse:

@@ -155,7 +155,7 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 		// Brokers in controlled shutdown (K7) are neither leader nor in the first ISR.
 		eligible := slices.DeleteFunc(slices.Clone(live), func(r int32) bool { return ct.ctx.shuttingDown[r] })
 		if len(eligible) == 0 {
-			ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).
+			ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
 				WithField("replicas", ct.ctx.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
 			continue
 		}
