@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	stdlog "log"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -101,5 +104,47 @@ func TestLogFormatSettingAndFlag(t *testing.T) {
 		if strings.HasPrefix(l, "{") || !strings.Contains(l, "component=server") || !strings.Contains(l, "brokerId=4") {
 			t.Fatalf("--log-format text over isrbroker.log.format=json: line %q", l)
 		}
+	}
+}
+
+// Lines written through Go's standard log package (net/http) reach the broker's log.
+func TestRedirectStdLog(t *testing.T) {
+	var buf syncBuffer
+	l, err := newLogger(&buf, logrus.InfoLevel, logFormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := redirectStdLog(l.WithField("brokerId", 3))
+	stdlog.Print("http: Accept error: too many open files; retrying in 5ms")
+	var line map[string]any
+	ok, msg := pollFor(5*time.Second, func() (bool, string) {
+		out := strings.TrimSpace(buf.String())
+		if out == "" {
+			return false, "nothing logged yet"
+		}
+		if err := json.Unmarshal([]byte(out), &line); err != nil {
+			return false, fmt.Sprintf("not one JSON line (%v): %s", err, out)
+		}
+		return true, ""
+	})
+	restore()
+	if !ok {
+		t.Fatal(msg)
+	}
+	if line["component"] != "server" || line["level"] != "warning" || line["brokerId"] != 3.0 ||
+		!strings.Contains(fmt.Sprint(line["msg"]), "Accept error") {
+		t.Fatalf("standard log line became %v", line)
+	}
+}
+
+// pollFor re-checks cond until it holds or timeout passes.
+func pollFor(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok || time.Now().After(deadline) {
+			return ok, msg
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
