@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	stdlog "log"
 
 	"github.com/sirupsen/logrus"
 )
@@ -64,4 +65,19 @@ func logFormat(flag, configured string) string {
 		return flag
 	}
 	return configured
+}
+
+// redirectStdLog sends what libraries write through Go's standard log package (net/http's
+// server errors on the metrics listener) into the broker's log as warnings of component
+// server, so that a JSON log holds only JSON lines. The returned function restores it.
+func redirectStdLog(log *logrus.Entry) (restore func()) {
+	w := log.WithField("component", componentServer).WriterLevel(logrus.WarnLevel)
+	prevOut, prevFlags := stdlog.Writer(), stdlog.Flags()
+	stdlog.SetOutput(w)
+	stdlog.SetFlags(0)
+	return func() {
+		stdlog.SetOutput(prevOut)
+		stdlog.SetFlags(prevFlags)
+		_ = w.Close()
+	}
 }

@@ -154,6 +154,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 		return err
 	}
 	log := logger.WithFields(logrus.Fields{"brokerId": cfg.BrokerID, "component": componentServer})
+	defer redirectStdLog(log)()
 	for _, w := range report.Warnings {
 		log.Warn(w)
 	}

@@ -55,7 +55,7 @@ func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch 
 	defer c.rm.mu.Unlock()
 	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
 	if code != 0 {
-		requestWarnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
+		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
 			fmt.Sprint(controllerID, "/", controllerEpoch), "rejecting UpdateMetadata from a stale controller")
 	}
 	return code
@@ -70,7 +70,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	log := c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
-		requestWarnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
+		c.rm.warnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
 		res.ErrorCode = code
 		return res
 	}
@@ -219,7 +219,7 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
-		requestWarnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
+		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
 			fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting StopReplica from a stale controller")
 		res.ErrorCode = code
 		return res

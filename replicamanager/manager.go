@@ -13,6 +13,7 @@ import (
 
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/ratelog"
 )
 
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition
@@ -102,6 +103,8 @@ type ReplicaManager struct {
 	partitions map[TopicPartition]*Partition
 
 	purgatory *purgatory
+	// warnings rate-limits the request path's repeated warnings (docs/logging.md).
+	warnings *ratelog.Limiter
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -118,6 +121,7 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 		logs:       logs,
 		partitions: make(map[TopicPartition]*Partition),
 		purgatory:  newPurgatory(),
+		warnings:   ratelog.New(ratelog.DefaultInterval, cfg.Now),
 	}
 	if l, ok := cfg.Log.(*logrus.Entry); ok {
 		rm.log = l.WithField("brokerId", cfg.BrokerID)

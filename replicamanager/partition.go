@@ -169,7 +169,7 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (l
 		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
 	}
 	if acks == -1 && !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
-		requestWarnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
+		p.rm.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
 			fmt.Sprint(p.tp.Topic, "-", p.tp.Partition), "rejecting acks=all produce: ISR below min.insync.replicas") // K2, once per 10 s per partition
 		return logstore.AppendInfo{}, kerr.NotEnoughReplicas.Code
 	}

@@ -227,10 +227,10 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"controlled.shutdown.enable", "false",
 		"controlled.shutdown.max.retries", "0",
 		"controlled.shutdown.retry.backoff.ms", "10",
+		"isrbroker.log.format", "json",
 		"metrics.listen", "127.0.0.1:9101",
 		"metrics.advertised.listen", "broker1:9101",
 		"isrbroker.local.address", "127.0.0.11",
-		"isrbroker.log.format", "json",
 		"isrbroker.pprof.enable", "true",
 		"offsets.topic.num.partitions", "10",
 		"offsets.topic.segment.bytes", "2000000",
@@ -320,9 +320,9 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
 	want.MetricsAdvertisedListen = "broker1:9101"
-	want.LocalAddress = "127.0.0.11"
 	want.LogFormat = "json"
 	want.PprofEnable = true
+	want.LocalAddress = "127.0.0.11"
 	want.OffsetsTopicNumPartitions = 10
 	want.OffsetsTopicSegmentBytes = 2000000
 	want.OffsetsCommitRequiredAcks = 1

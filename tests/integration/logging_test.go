@@ -50,8 +50,11 @@ func jsonLogLines(out string) ([]jsonLogLine, []string) {
 // state-change.log and the fetcher threads' lines: the controller election is
 // component=controller, the controller's partition transitions component=state-change, the
 // follower's fetcher lines component=fetcher, the leadership lines component=replica-manager,
-// start-up component=server. Fields use the documented spellings (leaderEpoch, not epoch).
+// start-up component=server; after a leader's kill -9 the election is component=state-change. Fields use the documented spellings (leaderEpoch, not epoch).
 func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
+	// Debug level: the lines of every level must be JSON with a component, and the controller's
+	// per-partition state-change lines are debug when summarised at info.
+	t.Setenv("ISRBROKER_LOG_LEVEL", "debug")
 	c := cluster.Start(t, cluster.Options{
 		Brokers:   2,
 		Overrides: map[string]string{"isrbroker.log.format": "json"},
@@ -119,4 +122,24 @@ func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
 			t.Errorf("broker %d wrote %d lines", id, len(lines))
 		}
 	}
+
+	// Kafka's state-change.log: after kill -9 of broker 2, the leader of partition 1, the
+	// controller (broker 1, elected anew if broker 2 held the role) elects broker 1 with a new
+	// leader epoch and logs the partition's transition as component=state-change.
+	c.Kill(2)
+	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
+		lines, bad := jsonLogLines(c.Output(1))
+		if len(bad) > 0 {
+			return false, "broker 1: " + bad[0]
+		}
+		for _, l := range lines {
+			if l.str("msg") == "partition state changed" && l.str("topic") == topic && l["partition"] == 1.0 {
+				if l.str("component") != "state-change" || l["leader"] != 1.0 || l["leaderEpoch"] != 1.0 {
+					return false, fmt.Sprintf("election line %v: want component state-change, leader 1, leaderEpoch 1", l)
+				}
+				return true, ""
+			}
+		}
+		return false, "no \"partition state changed\" line for partition 1 on broker 1 yet"
+	})
 }
