@@ -221,7 +221,9 @@ single() {
 			fail "broker $i does not report log.retention.ms=$retention from KAFKA_LOG_RETENTION_MS: $(grep retention <<<"$cfgs")"
 	done
 	log "KAFKA_LOG_RETENTION_MS=$retention is log.retention.ms on brokers 1-3 (configs --describe --all)"
-	compose logs --no-color broker1 2>&1 | grep -q 'environment variables of Kafka.*KAFKA_HEAP_OPTS' ||
+	# (into a file first: grep -q ending a pipe early would fail it under pipefail)
+	compose logs --no-color broker1 >"$work/broker1.log" 2>&1 || true
+	grep -q 'environment variables of Kafka.*KAFKA_HEAP_OPTS' "$work/broker1.log" ||
 		fail "broker1 did not log KAFKA_HEAP_OPTS as skipped"
 
 	# 2. Metrics and the replication page from the host, and an operator command inside broker1.
@@ -230,7 +232,9 @@ single() {
 		m=$(metric "$i" kafka_controller_kafkacontroller_activecontrollercount) || fail "GET /metrics of broker $i"
 		[[ -n "$m" ]] || fail "broker $i's /metrics lacks kafka_controller_kafkacontroller_activecontrollercount"
 	done
-	curl -fsS "http://127.0.0.1:$ISRBROKER_BROKER1_METRICS_PORT/replication" | grep -qi '<html' || fail "GET /replication from the host"
+	local page
+	page=$(curl -fsS "http://127.0.0.1:$ISRBROKER_BROKER1_METRICS_PORT/replication") || fail "GET /replication from the host"
+	grep -qi '<html' <<<"$page" || fail "GET /replication from the host is no HTML page"
 	all_reachable() {
 		[[ $(curl -fsS "http://127.0.0.1:$ISRBROKER_BROKER1_METRICS_PORT/replication/cluster.json" | grep -o '"registered":true,"reachable":true' | wc -l) -eq 3 ]]
 	}
@@ -283,7 +287,7 @@ ensemble() {
 	# The member leading the quorum: stopping it also makes the other two elect a new leader.
 	local zk victim=""
 	for zk in zookeeper zookeeper2 zookeeper3; do
-		if compose exec -T "$zk" zkServer.sh status 2>/dev/null | grep -q leader; then victim=$zk; fi
+		if [[ "$(compose exec -T "$zk" zkServer.sh status 2>/dev/null || true)" == *leader* ]]; then victim=$zk; fi
 	done
 	[[ -n "$victim" ]] || fail "no ZooKeeper member reports Mode: leader"
 
