@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/zkcoord/zktest"
 )
 
@@ -33,6 +34,18 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMain unsets the KAFKA_* variables of the developer's environment: the broker command
+// reads them as config properties (docs/containers.md), so a stray one would change or stop
+// the brokers these tests run in-process. Tests that need one set it with t.Setenv.
+func TestMain(m *testing.M) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, config.EnvPrefix) {
+			os.Unsetenv(name)
+		}
+	}
+	os.Exit(m.Run())
 }
 
 func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
@@ -140,6 +153,26 @@ func TestStartupErrorsAreOneLine(t *testing.T) {
 			}
 			if tc.want != "" && lines[0] != tc.want {
 				t.Fatalf("got  %s\nwant %s", lines[0], tc.want)
+			}
+		})
+	}
+}
+
+// TestStartupErrorsFromEnvironment: the broker command reads KAFKA_* variables
+// (docs/containers.md) and a bad one stops start-up with one line naming the variable.
+func TestStartupErrorsFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	path := writeProps(t, dir, "broker.id=1\nzookeeper.connect=127.0.0.1:2181\nlog.dirs="+filepath.Join(dir, "data")+"\n")
+	for env, want := range map[string]string{
+		"KAFKA_LOG_RETENTION_MSS=1": `isrbroker: environment variable KAFKA_LOG_RETENTION_MSS: unknown config key "log.retention.mss" (did you mean "log.retention.ms"?)`,
+		"KAFKA_NUM_PARTITIONS=abc":  `isrbroker: environment variable KAFKA_NUM_PARTITIONS: invalid value "abc" for "num.partitions": not an integer`,
+	} {
+		t.Run(env, func(t *testing.T) {
+			name, value, _ := strings.Cut(env, "=")
+			t.Setenv(name, value)
+			code, _, stderr := runCLI(t, context.Background(), "broker", "--config", path)
+			if lines := errorLines(stderr); code != 1 || len(lines) != 1 || lines[0] != want {
+				t.Fatalf("exit %d, stderr %q; want one line %q", code, stderr, want)
 			}
 		})
 	}

@@ -74,6 +74,8 @@ func TestFromEnvErrors(t *testing.T) {
 			`environment variable KAFKA_ZOOKEEPER_SESSION_TMEOUT_MS: unknown config key "zookeeper.session.tmeout.ms" (did you mean "zookeeper.session.timeout.ms"?)`},
 		// A topic-level name gets the broker-wide synonym as the reason.
 		{[]string{"KAFKA_RETENTION_MS=1"}, `environment variable KAFKA_RETENTION_MS: unknown config key "retention.ms"`},
+		// Bitnami's KAFKA_CFG_ prefix is not read: an unknown key, not silently dropped.
+		{[]string{"KAFKA_CFG_LOG_RETENTION_MS=1"}, `environment variable KAFKA_CFG_LOG_RETENTION_MS: unknown config key "cfg.log.retention.ms"`},
 		{[]string{"KAFKA_=1"}, `environment variable KAFKA_: "" is not a config key`},
 		{[]string{"KAFKA_LOG_=1"}, `environment variable KAFKA_LOG_: "log." is not a config key`},
 		{[]string{"KAFKA_LOG_DIRS=a", "KAFKA_log_dirs=b"}, `environment variable KAFKA_log_dirs: sets "log.dirs", as KAFKA_LOG_DIRS does`},

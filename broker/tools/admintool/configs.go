@@ -62,7 +62,7 @@ func configsCommand() *cli.Command {
 		&cli.StringFlag{Name: "entity-name", Usage: "name of the topic, or the broker id"},
 		&cli.BoolFlag{Name: "entity-default", Usage: "brokers: the cluster-wide default config"},
 		&cli.BoolFlag{Name: "describe", Usage: "list the configs of the entity"},
-		&cli.BoolFlag{Name: "all", Usage: "with --describe --bootstrap-server: every config, static and default ones too (Kafka 2.5's KIP-524)"},
+		&cli.BoolFlag{Name: "all", Usage: "with --describe --bootstrap-server: every config, static and default ones too (Kafka 2.6, KIP-524)"},
 		&cli.BoolFlag{Name: "alter", Usage: "change the configs of the entity"},
 		&cli.StringFlag{Name: "add-config", Usage: "configs to add or set: k1=v1,k2=[v1,v2,v2],k3=v3"},
 		&cli.StringSliceFlag{Name: "delete-config", Usage: "config keys to remove: k1,k2 (repeatable)"},
