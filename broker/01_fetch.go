@@ -27,6 +27,10 @@ import (
 //   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
 //     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
 //     LSO, which is the HW, as READ_UNCOMMITTED does.
+//   - Zero-copy reads: on a socket the records are not read into memory; they are regions of
+//     the segment files sent with sendfile, the response framing (encoded by kmsg) written
+//     around them (kproto.AppendSplicedFetch, Kafka's FileRecords.writeTo). A partition whose
+//     records must be cut below the regions' length is read into memory (docs/performance.md).
 //   - Record bytes go to BytesOutPerSec (per topic and all topics) for consumers and
 //     ReplicationBytesOutPerSec for followers; each partition counts in
 //     TotalFetchRequestsPerSec, and in FailedFetchRequestsPerSec on an unexpected error

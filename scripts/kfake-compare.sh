@@ -11,7 +11,7 @@
 #   scripts/kfake-compare.sh                      quick run: 2 rounds of 200,000 records per phase
 #   scripts/kfake-compare.sh --records 1000000 --rounds 4      the 1 GB run of issue 13
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
-#            --profile DIR (CPU, mutex and block profiles of the three brokers during the first
+#            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first
 #            isrbroker round's RF=3 acks=all phase, isrbroker.pprof.enable), --profile-seconds S,
 #            --keep (keep the temporary directory with the broker logs), --bin FILE (use this
 #            isrbroker binary instead of building one)

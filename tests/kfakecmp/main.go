@@ -103,7 +103,7 @@ func runCmd(args []string) error {
 	fs.IntVar(&o.records, "records", 200_000, "records per throughput phase (1 KiB each)")
 	fs.Float64Var(&o.rateMiB, "latency-rate", 20, "steady produce rate of the latency phase, MiB/s")
 	fs.Float64Var(&o.latencySeconds, "latency-seconds", 5, "length of the latency phase, seconds")
-	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile during the RF=3 acks=all phase (isrbroker.pprof.enable)")
+	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile (CPU, mutex, block, allocs) during the RF=3 acks=all phase (isrbroker.pprof.enable)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "where the profiles go (with --pprof)")
 	fs.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU, mutex and block profiles")
 	if err := fs.Parse(args); err != nil {
@@ -378,18 +378,18 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 	return pct(0.50), pct(0.99), nil
 }
 
-// startProfiles returns a function that takes CPU, mutex and block profiles (deltas over
-// --profile-seconds) of every broker named by --pprof at once and writes them to
-// --profile-dir as broker-N.{cpu,mutex,block}.pb.gz.
+// startProfiles returns a function that takes CPU, mutex, block and allocation profiles (deltas
+// over --profile-seconds) of every broker named by --pprof at once and writes them to
+// --profile-dir as broker-N.{cpu,mutex,block,allocs}.pb.gz.
 func startProfiles(o runOpts) func() error {
 	return func() error {
 		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
 			return err
 		}
 		var wg sync.WaitGroup
-		errs := make(chan error, 16)
+		errs := make(chan error, 64)
 		for i, addr := range strings.Split(o.pprof, ",") {
-			for _, kind := range []string{"profile", "mutex", "block"} {
+			for _, kind := range []string{"profile", "mutex", "block", "allocs"} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
