@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,7 +73,6 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		res.ErrorCode = code
 		return res
 	}
-	now := c.rm.now()
 	// The missing partitions' logs are created first, in parallel (createPartitions).
 	var mine []TopicPartition
 	for _, st := range req.Partitions {
@@ -120,7 +118,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	if stale > 0 {
 		log.WithField("partitions", stale).Info("ignoring LeaderAndIsr for partitions whose leader epoch is not newer")
 	}
-	c.makeLeaders(leaders, now)
+	c.makeLeaders(leaders)
 	c.makeFollowers(followers, req.LiveLeaders)
 	c.rm.fetcher.ShutdownIdleFetcherThreads()
 	c.rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
@@ -128,7 +126,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 }
 
 // makeLeaders: stop fetching for the partitions (S22 case 2), then make each a leader.
-func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time) {
+func (c *controllerRequests) makeLeaders(states []PartitionState) {
 	if len(states) == 0 {
 		return
 	}
@@ -138,7 +136,10 @@ func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time)
 	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
 	forEachParallel(len(states), func(i int) {
 		st := states[i]
-		c.rm.getPartition(st.TopicPartition).makeLeader(st, now)
+		// The clock is read per partition, after its log was created: a follower's last
+		// caught-up time starts when the leadership does (S10), not when the request arrived —
+		// creating thousands of logs first would otherwise shrink every new ISR at once.
+		c.rm.getPartition(st.TopicPartition).makeLeader(st, c.rm.now())
 		c.rm.purgatory.checkAndComplete(st.TopicPartition)
 	})
 }

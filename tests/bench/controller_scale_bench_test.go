@@ -107,10 +107,18 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	if err != nil || (resp.Err != nil && !errors.Is(resp.Err, kerr.RequestTimedOut)) {
 		b.Fatalf("create topic with %d partitions: %v %v", n, err, resp.Err)
 	}
+	// When each part of the agreement was first seen (a breakdown for the log).
+	seen := map[string]time.Duration{}
 	cluster.WaitFor(b, limit, func() (bool, string) {
-		return allAgree(c, n, ids)
+		ok, msg := allAgree(c, n, ids, func(part string) {
+			if _, ok := seen[part]; !ok {
+				seen[part] = time.Since(start)
+			}
+		})
+		return ok, msg
 	})
 	r.create = time.Since(start)
+	b.Logf("creation of %d partitions: first seen %v", n, seen)
 	rssAfter := totalRSS(b, c, ids)
 	r.rssPerReplicaKiB = float64(rssAfter-rssBefore) / float64(3*n)
 
@@ -150,7 +158,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	start = time.Now()
 	c.StartBroker(victim)
 	c.WaitRegistered(victim)
-	cluster.WaitFor(b, limit, func() (bool, string) { return allAgree(c, n, ids) })
+	cluster.WaitFor(b, limit, func() (bool, string) { return allAgree(c, n, ids, func(string) {}) })
 	r.rejoin = time.Since(start)
 
 	// Controller failover after kill -9 of the controller.
@@ -180,7 +188,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 // allAgree reports whether every partition state has a leader and a 3-replica ISR, every
 // broker in ids serves the same leader and ISR from its metadata cache, and every broker hosts
 // n replicas.
-func allAgree(c *cluster.Cluster, n int32, ids []int32) (bool, string) {
+func allAgree(c *cluster.Cluster, n int32, ids []int32, done func(part string)) (bool, string) {
 	states, err := readStatesErr(c, n)
 	if err != nil {
 		return false, err.Error()
@@ -188,6 +196,16 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32) (bool, string) {
 	for p, st := range states {
 		if st.Leader < 0 || len(st.ISR) != 3 {
 			return false, fmt.Sprintf("partition %d: leader %d ISR %v", p, st.Leader, st.ISR)
+		}
+	}
+	done("zookeeper")
+	agree := true
+	var msg string
+	for _, id := range ids {
+		if text, err := c.Metrics(id); err == nil {
+			if got := cluster.MetricSamples(text, "kafka_server_replicamanager_partitioncount"); len(got) == 1 && got[0] >= float64(n) {
+				done(fmt.Sprintf("replicas@%d", id))
+			}
 		}
 	}
 	for _, id := range ids {
@@ -200,12 +218,19 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32) (bool, string) {
 		if len(md) != int(n) {
 			return false, fmt.Sprintf("broker %d knows %d of %d partitions", id, len(md), n)
 		}
+		same := true
 		for p, st := range states {
 			m := md[int32(p)]
 			if m.Leader != st.Leader || !cluster.SameMembers(m.ISR, st.ISR) {
-				return false, fmt.Sprintf("broker %d: partition %d leader %d ISR %v, ZooKeeper %d %v", id, p, m.Leader, m.ISR, st.Leader, st.ISR)
+				same, msg = false, fmt.Sprintf("broker %d: partition %d leader %d ISR %v, ZooKeeper %d %v", id, p, m.Leader, m.ISR, st.Leader, st.ISR)
+				break
 			}
 		}
+		if !same {
+			agree = false
+			continue
+		}
+		done(fmt.Sprintf("metadata@%d", id))
 		text, err := c.Metrics(id)
 		if err != nil {
 			return false, fmt.Sprintf("metrics of broker %d: %v", id, err)
@@ -215,7 +240,7 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32) (bool, string) {
 			return false, fmt.Sprintf("broker %d PartitionCount %v, want %d", id, got, n)
 		}
 	}
-	return true, ""
+	return agree, msg
 }
 
 // readStates reads the n partition state znodes with pipelined requests (many Gets in flight
