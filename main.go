@@ -144,7 +144,8 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg, warnings, err := config.Load(path, overrides)
+	// server.properties < KAFKA_* environment variables < --override (docs/containers.md).
+	cfg, report, err := config.LoadAll(config.Sources{Path: path, Environ: os.Environ(), Overrides: overrides})
 	if err != nil {
 		return err
 	}
@@ -154,8 +155,19 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	}
 	log := logger.WithFields(logrus.Fields{"brokerId": cfg.BrokerID, "component": componentServer})
 	defer redirectStdLog(log)()
-	for _, w := range warnings {
+	for _, w := range report.Warnings {
 		log.Warn(w)
+	}
+	if len(report.FromEnv) > 0 {
+		set := make([]string, len(report.FromEnv))
+		for i, s := range report.FromEnv {
+			set[i] = s.Var + "->" + s.Key
+		}
+		log.WithField("settings", strings.Join(set, ",")).Info("config properties from environment variables")
+	}
+	if len(report.SkippedEnv) > 0 {
+		log.WithField("variables", strings.Join(report.SkippedEnv, ",")).
+			Info("environment variables of Kafka's JVM, logging or JMX skipped: they configure no broker setting")
 	}
 
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, syscall.SIGINT)
@@ -260,7 +272,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
-			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page)); serr != nil {
+			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page, pprofRoutes(cfg, log))); serr != nil {
 				log.WithError(serr).Error("metrics endpoint stopped")
 			}
 		}()

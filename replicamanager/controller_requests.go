@@ -75,14 +75,23 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		return res
 	}
 	now := c.rm.now()
+	// The missing partitions' logs are created first, in parallel (createPartitions).
+	var mine []TopicPartition
+	for _, st := range req.Partitions {
+		if slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+			mine = append(mine, st.TopicPartition)
+		}
+	}
+	createErrs := c.rm.createPartitions(mine)
 	var leaders, followers []PartitionState
+	stale := 0
 	for _, st := range req.Partitions {
 		if !slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
 			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		p, err := c.rm.getOrCreatePartition(st.TopicPartition)
-		if err != nil {
+		p := c.rm.getPartition(st.TopicPartition)
+		if err := createErrs[st.TopicPartition]; err != nil || p == nil {
 			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition}).WithError(err).Error("creating log")
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
 			continue
@@ -91,9 +100,13 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		cur := p.leaderEpoch
 		p.mu.RUnlock()
 		// 2.4 rule: apply only a strictly newer leader epoch; otherwise STALE_CONTROLLER_EPOCH.
+		// Logged once per request with a count (the first at debug level each), not per partition.
 		if st.LeaderEpoch <= cur {
-			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
-				Info("ignoring LeaderAndIsr: leader epoch not newer")
+			if stale == 0 {
+				log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
+					Debug("ignoring LeaderAndIsr: leader epoch not newer")
+			}
+			stale++
 			res.Partitions[st.TopicPartition] = kerr.StaleControllerEpoch.Code
 			continue
 		}
@@ -103,6 +116,9 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		} else {
 			followers = append(followers, st)
 		}
+	}
+	if stale > 0 {
+		log.WithField("partitions", stale).Info("ignoring LeaderAndIsr for partitions whose leader epoch is not newer")
 	}
 	c.makeLeaders(leaders, now)
 	c.makeFollowers(followers, req.LiveLeaders)
@@ -117,11 +133,34 @@ func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time)
 		return
 	}
 	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
-	for _, st := range states {
-		p := c.rm.getPartition(st.TopicPartition)
-		p.makeLeader(st, now)
+	// Each new leader epoch is written to the partition's leader-epoch-checkpoint with an
+	// fsync (K1): the partitions are made leaders on a bounded worker pool so those fsyncs
+	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
+	forEachParallel(len(states), func(i int) {
+		st := states[i]
+		c.rm.getPartition(st.TopicPartition).makeLeader(st, now)
 		c.rm.purgatory.checkAndComplete(st.TopicPartition)
+	})
+}
+
+// forEachParallel runs f(0..n-1) on at most logCreateWorkers goroutines and waits for all.
+func forEachParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, logCreateWorkers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
 	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // makeFollowers implements S14 (with K1: no truncation here; the fetcher truncates by leader epoch).

@@ -14,25 +14,75 @@ import (
 
 // Load reads a server.properties file, applies the --override key=value pairs after it (later
 // wins), and returns the typed, validated config and the warnings to print (one per known
-// Kafka setting that isrbroker ignores).
+// Kafka setting that isrbroker ignores). It does not read the environment (LoadAll does).
 func Load(path string, overrides []string) (*Config, []string, error) {
-	f, err := os.Open(path)
+	c, r, err := LoadAll(Sources{Path: path, Overrides: overrides})
+	return c, r.Warnings, err
+}
+
+// Sources are where the broker's properties come from, lowest precedence first.
+type Sources struct {
+	Path      string   // server.properties
+	Environ   []string // "NAME=value" entries (os.Environ()): the KAFKA_ variables (FromEnv)
+	Overrides []string // --override key=value, later wins
+}
+
+// Report tells what LoadAll applied besides the file, for the start-up log.
+type Report struct {
+	Warnings   []string     // one per known Kafka setting that isrbroker ignores
+	FromEnv    []EnvSetting // properties set by environment variables (not overridden)
+	SkippedEnv []string     // KAFKA_ variables of the JVM, logging or JMX (EnvNotConfig)
+}
+
+// LoadAll reads src.Path, applies the KAFKA_ environment variables of src.Environ over it and
+// the --override pairs over both (docs/containers.md), and returns the typed, validated config.
+// An error caused by an environment variable's key or value names the variable (*EnvError).
+func LoadAll(src Sources) (*Config, Report, error) {
+	var r Report
+	f, err := os.Open(src.Path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config file: %w", err)
+		return nil, r, fmt.Errorf("config file: %w", err)
 	}
 	defer f.Close()
 	props, err := ParseProperties(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
+		return nil, r, fmt.Errorf("config file %s: %w", src.Path, err)
 	}
-	for _, o := range overrides {
+	env, skipped, err := FromEnv(src.Environ)
+	if err != nil {
+		return nil, r, err
+	}
+	r.SkippedEnv = skipped
+	envVar := map[string]string{} // key -> the variable that set it
+	for _, s := range env {
+		props[s.Key] = s.Value
+		envVar[s.Key] = s.Var
+	}
+	for _, o := range src.Overrides {
 		k, v, err := ParseOverride(o)
 		if err != nil {
-			return nil, nil, err
+			return nil, r, err
 		}
 		props[k] = v
+		delete(envVar, k)
 	}
-	return Parse(props)
+	for _, s := range env {
+		if _, ok := envVar[s.Key]; ok {
+			r.FromEnv = append(r.FromEnv, s)
+		}
+	}
+	c, warnings, err := Parse(props)
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			if v, ok := envVar[ce.Key]; ok {
+				return nil, r, &EnvError{Var: v, Err: err}
+			}
+		}
+		return nil, r, err
+	}
+	r.Warnings = warnings
+	return c, r, nil
 }
 
 // ParseOverride splits a --override argument "key=value" (Kafka's kafka-server-start.sh

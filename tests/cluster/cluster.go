@@ -234,6 +234,7 @@ func (c *Cluster) StartBroker(id int32) {
 		b.starts, id, time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = b.Dir
+	cmd.Env = brokerEnv()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -245,6 +246,20 @@ func (c *Cluster) StartBroker(id int32) {
 		close(p.done)
 	}()
 	b.proc = p
+}
+
+// brokerEnv is the harness's environment without the KAFKA_* variables: the broker reads
+// those as config properties (docs/containers.md), so a KAFKA_LOG_RETENTION_MS or
+// KAFKA_HEAP_OPTS left in a developer's shell would otherwise change, or stop, every broker
+// a test starts. Tests set properties with overrides only.
+func brokerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func (p *process) exited() bool {
@@ -501,6 +516,7 @@ func RunBinary(t testing.TB, dir string, timeout time.Duration, args ...string) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	cmd.Env = brokerEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer

@@ -66,6 +66,12 @@ func TestConfigsTool_RoundTrip(t *testing.T) {
 	expect(adminOK(t, with(b1, bs, "--alter", "--add-config", "log.cleaner.threads=2")...), "Completed updating config for broker 1.")
 	expect(adminOK(t, with(b1, zkArg, "--describe")...), "Configs for brokers '1' are log.cleaner.threads=2\n")
 	expect(adminOK(t, with(b1, bs, "--describe")...), "Dynamic configs for broker 1 are:\n  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}\n")
+	// --all (KIP-524): static and default entries too; the harness sets log.dirs statically.
+	out = adminOK(t, with(b1, bs, "--describe", "--all")...)
+	expect(out, "All configs for broker 1 are:\n")
+	expect(out, "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}\n")
+	expect(out, " synonyms={STATIC_BROKER_CONFIG:log.dirs=")
+	fails("--all is only valid with --describe and --bootstrap-server", with(b1, zkArg, "--describe", "--all")...)
 	fails("log.dirs", with(b1, bs, "--alter", "--add-config", "log.dirs=/elsewhere")...)
 	fails("--bootstrap-server option must be specified", with(b1, zkArg, "--alter", "--add-config", "log.cleaner.threads=3")...)
 	expect(adminOK(t, with(b1, zkArg, "--alter", "--add-config", "leader.replication.throttled.rate=1048576")...),

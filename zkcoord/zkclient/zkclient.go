@@ -109,6 +109,7 @@ func Dial(o Options) (*Client, error) {
 	onSession := o.OnSession
 	mark := sessionMeters(o.Registry)
 	conn, _, err := zk.Connect(o.Servers, o.SessionTimeout, zk.WithDialer(o.Dialer),
+		zk.WithHostProvider(&nameHostProvider{}), // names resolved at each dial (hostprovider.go)
 		zk.WithLogger(Logger{o.Log}), zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {

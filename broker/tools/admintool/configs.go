@@ -40,6 +40,7 @@ stopped, as in Kafka.
 Examples:
   isrbroker configs --bootstrap-server localhost:9092 --entity-type topics --entity-name orders --alter --add-config retention.ms=3600000,cleanup.policy=[compact,delete]
   isrbroker configs --bootstrap-server localhost:9092 --entity-type topics --entity-name orders --describe
+  isrbroker configs --bootstrap-server localhost:9092 --entity-type brokers --entity-name 1 --describe --all
   isrbroker configs --bootstrap-server localhost:9092 --entity-type brokers --entity-default --alter --add-config log.cleaner.threads=2
   isrbroker configs --zookeeper localhost:2181 --entity-type brokers --entity-name 1 --alter --add-config leader.replication.throttled.rate=1048576
   isrbroker configs --zookeeper localhost:2181 --entity-type topics --entity-name orders --alter --delete-config retention.ms
@@ -61,6 +62,7 @@ func configsCommand() *cli.Command {
 		&cli.StringFlag{Name: "entity-name", Usage: "name of the topic, or the broker id"},
 		&cli.BoolFlag{Name: "entity-default", Usage: "brokers: the cluster-wide default config"},
 		&cli.BoolFlag{Name: "describe", Usage: "list the configs of the entity"},
+		&cli.BoolFlag{Name: "all", Usage: "with --describe --bootstrap-server: every config, static and default ones too (Kafka 2.5's KIP-524)"},
 		&cli.BoolFlag{Name: "alter", Usage: "change the configs of the entity"},
 		&cli.StringFlag{Name: "add-config", Usage: "configs to add or set: k1=v1,k2=[v1,v2,v2],k3=v3"},
 		&cli.StringSliceFlag{Name: "delete-config", Usage: "config keys to remove: k1,k2 (repeatable)"},
@@ -80,6 +82,7 @@ type configsRequest struct {
 	name    string // topic or broker id; "" for the broker default
 	dflt    bool   // --entity-default
 	named   bool   // an entity was named (name or default)
+	all     bool   // --all: every entry of DescribeConfigs, not only the dynamic source's
 	add     map[string]string
 	addKeys []string
 	del     []string
@@ -99,6 +102,9 @@ func configsAction(c *cli.Context) error {
 	r, err := parseConfigsRequest(c)
 	if err != nil {
 		return err
+	}
+	if r.all && (bs == "" || !c.Bool("describe")) {
+		return failf("--all is only valid with --describe and --bootstrap-server")
 	}
 	out := c.App.Writer
 	if bs != "" {
@@ -125,7 +131,7 @@ func configsAction(c *cli.Context) error {
 }
 
 func parseConfigsRequest(c *cli.Context) (*configsRequest, error) {
-	r := &configsRequest{name: c.String("entity-name"), dflt: c.Bool("entity-default")}
+	r := &configsRequest{name: c.String("entity-name"), dflt: c.Bool("entity-default"), all: c.Bool("all")}
 	switch c.String("entity-type") {
 	case "topics":
 		r.topics = true
@@ -382,7 +388,7 @@ func zkDescribeConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsReq
 		}
 		sort.Strings(topics)
 		for _, t := range topics {
-			entities = append(entities, &configsRequest{topics: true, name: t})
+			entities = append(entities, &configsRequest{topics: true, name: t, all: r.all})
 		}
 	default:
 		live, err := coord.LiveBrokers()
@@ -508,7 +514,7 @@ func (b *kafkaBackend) dynamicConfigs(parent context.Context, r *configsRequest)
 	}
 	var out []kadm.Config
 	for _, e := range rcs[0].Configs {
-		if e.Source == source {
+		if e.Source == source || r.all {
 			out = append(out, e)
 		}
 	}
@@ -528,7 +534,7 @@ func (b *kafkaBackend) describeConfigs(parent context.Context, r *configsRequest
 			return err
 		}
 		for _, t := range m.Topics.Names() {
-			entities = append(entities, &configsRequest{topics: true, name: t})
+			entities = append(entities, &configsRequest{topics: true, name: t, all: r.all})
 		}
 	default:
 		m, err := b.metadata(parent)
@@ -541,7 +547,7 @@ func (b *kafkaBackend) describeConfigs(parent context.Context, r *configsRequest
 		}
 		sort.Ints(ids)
 		for _, id := range ids {
-			entities = append(entities, &configsRequest{name: strconv.Itoa(id)})
+			entities = append(entities, &configsRequest{name: strconv.Itoa(id), all: r.all})
 		}
 		entities = append(entities, &configsRequest{dflt: true})
 	}
@@ -551,6 +557,10 @@ func (b *kafkaBackend) describeConfigs(parent context.Context, r *configsRequest
 			return err
 		}
 		switch {
+		case r.all && e.topics:
+			fmt.Fprintf(out, "All configs for topic %s are:\n", e.name)
+		case r.all && !e.dflt:
+			fmt.Fprintf(out, "All configs for broker %s are:\n", e.name)
 		case e.dflt:
 			fmt.Fprintln(out, "Default configs for brokers in the cluster are:")
 		case e.topics:

@@ -7,8 +7,11 @@
 #
 #   scripts/docker/zookeeper/build-image.sh [--force]
 #
-# Cached: when the image exists and was built from the current recipe (this script and
-# zkServer.sh, recorded in the image label isrbroker.recipe) nothing is done; --force rebuilds.
+# Two steps, each cached: the Debian root filesystem is imported once as
+# isrbroker-zookeeper-base:3.8-local (label isrbroker.rootfs: a hash of the package list and
+# log4j settings below), then a `docker build` FROM it adds zkServer.sh (a second or two). When
+# the image exists and was built from the current recipe (this script and zkServer.sh,
+# recorded in the image label isrbroker.recipe) nothing is done; --force rebuilds both.
 # The Debian mirror is the one apt uses on this machine (/etc/apt/sources.list and
 # sources.list.d); DEBIAN_MIRROR=URL overrides it. Needs root (or sudo) for debootstrap,
 # which is installed with apt-get when missing. The first build takes a few minutes.
@@ -16,7 +19,15 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 IMAGE=${ZOOKEEPER_LOCAL_IMAGE:-isrbroker-zookeeper:3.8-local}
+BASE=${IMAGE%%:*}-base:${IMAGE#*:}
 SUITE=bookworm
+PACKAGES=libzookeeper-java,default-jre-headless,libslf4j-java,liblog4j1.2-java
+# log4j of the image: log to the console (docker logs).
+LOG4J='log4j.rootLogger=${zookeeper.root.logger}
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.Threshold=INFO
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} - %-5p [%t:%C{1}@%L] - %m%n'
 
 log() { echo "zookeeper-image: $*"; }
 die() { echo "zookeeper-image: $*" >&2; exit 1; }
@@ -30,25 +41,13 @@ esac
 
 command -v docker >/dev/null 2>&1 || die "docker not found"
 recipe=$(cat "$HERE/build-image.sh" "$HERE/zkServer.sh" | sha256sum | cut -c1-16)
+rootfs_recipe=$(printf '%s\n%s\n%s\n' "$SUITE" "$PACKAGES" "$LOG4J" | sha256sum | cut -c1-16)
 if ((!force)) && have=$(docker image inspect -f '{{index .Config.Labels "isrbroker.recipe"}}' "$IMAGE" 2>/dev/null); then
 	if [[ "$have" == "$recipe" ]]; then
 		log "$IMAGE is up to date (recipe $recipe): not rebuilding"
 		exit 0
 	fi
 	log "$IMAGE was built from another recipe ($have, now $recipe): rebuilding"
-fi
-
-sudo=()
-if [[ "$(id -u)" -ne 0 ]]; then
-	command -v sudo >/dev/null 2>&1 || die "debootstrap needs root (or sudo)"
-	sudo=(sudo)
-fi
-if ! command -v debootstrap >/dev/null 2>&1; then
-	log "installing debootstrap"
-	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null ||
-		{ "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
-			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; } ||
-		die "could not install debootstrap"
 fi
 
 # debian_mirror prints the first URI apt uses for a Debian suite (not -security/-updates),
@@ -74,52 +73,76 @@ debian_mirror() {
 			END { flush() }' "$f"
 	done
 }
-mirror=${DEBIAN_MIRROR:-$(debian_mirror | head -n1)}
-[[ -n "$mirror" ]] || die "no Debian mirror in /etc/apt/sources.list*: set DEBIAN_MIRROR=URL of a Debian archive"
-log "building $IMAGE from Debian $SUITE (mirror $mirror); this takes a few minutes the first time"
 
-work=$(mktemp -d -t isrbroker-zk-rootfs.XXXXXX)
-cleanup() { "${sudo[@]}" rm -rf --one-file-system "$work"; }
-trap cleanup EXIT
-rootfs=$work/rootfs
+# build_base debootstraps the root filesystem and imports it as $BASE (needs root or sudo).
+build_base() {
+	local sudo=()
+	if [[ "$(id -u)" -ne 0 ]]; then
+		command -v sudo >/dev/null 2>&1 || die "debootstrap needs root (or sudo)"
+		sudo=(sudo)
+	fi
+	if ! command -v debootstrap >/dev/null 2>&1; then
+		log "installing debootstrap"
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null ||
+			{ "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+				"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; } ||
+			die "could not install debootstrap"
+	fi
+	local mirror=${DEBIAN_MIRROR:-$(debian_mirror | head -n1)}
+	[[ -n "$mirror" ]] || die "no Debian mirror in /etc/apt/sources.list*: set DEBIAN_MIRROR=URL of a Debian archive"
+	log "building $BASE from Debian $SUITE (mirror $mirror); this takes a few minutes the first time"
 
-start=$SECONDS
-if ! "${sudo[@]}" debootstrap --variant=minbase \
-	--include=libzookeeper-java,default-jre-headless,libslf4j-java,liblog4j1.2-java \
-	"$SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
-	tail -n 30 "$work/debootstrap.log" >&2
-	die "debootstrap failed (log above)"
+	local work
+	work=$(mktemp -d -t isrbroker-zk-rootfs.XXXXXX)
+	# shellcheck disable=SC2064 # expand now: the trap runs after this function returned
+	trap "${sudo[*]} rm -rf --one-file-system '$work'" EXIT
+	local rootfs=$work/rootfs start=$SECONDS
+	if ! "${sudo[@]}" debootstrap --variant=minbase --include="$PACKAGES" \
+		"$SUITE" "$rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
+		tail -n 30 "$work/debootstrap.log" >&2
+		die "debootstrap failed (log above)"
+	fi
+	log "debootstrap done in $((SECONDS - start)) s"
+
+	# The zookeeper user (uid 1000, as in the official image) owns the data and config dirs.
+	"${sudo[@]}" chroot "$rootfs" sh -c '
+		set -e
+		getent group zookeeper >/dev/null || groupadd --gid 1000 zookeeper
+		id zookeeper >/dev/null 2>&1 || useradd --uid 1000 --gid zookeeper --no-create-home --home-dir /data --shell /usr/sbin/nologin zookeeper
+		mkdir -p /conf /data /datalog /etc/zookeeper/conf
+		chown zookeeper:zookeeper /conf /data /datalog
+		apt-get clean
+		rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
+	'
+	printf '# written by scripts/docker/zookeeper/build-image.sh\n%s\n' "$LOG4J" |
+		"${sudo[@]}" tee "$rootfs/etc/zookeeper/conf/log4j.properties" >/dev/null
+	"${sudo[@]}" tar --numeric-owner -C "$rootfs" -c . | docker import \
+		-c "LABEL isrbroker.rootfs=$rootfs_recipe" - "$BASE" >/dev/null
+	log "imported $BASE in $((SECONDS - start)) s"
+}
+
+if ((force)) || [[ "$(docker image inspect -f '{{index .Config.Labels "isrbroker.rootfs"}}' "$BASE" 2>/dev/null)" != "$rootfs_recipe" ]]; then
+	build_base
+else
+	log "$BASE is up to date (rootfs $rootfs_recipe)"
 fi
-log "debootstrap done in $((SECONDS - start)) s"
 
-# The zookeeper user (uid 1000, as in the official image) owns the data and config dirs.
-"${sudo[@]}" chroot "$rootfs" sh -c '
-	set -e
-	getent group zookeeper >/dev/null || groupadd --gid 1000 zookeeper
-	id zookeeper >/dev/null 2>&1 || useradd --uid 1000 --gid zookeeper --no-create-home --home-dir /data --shell /usr/sbin/nologin zookeeper
-	mkdir -p /conf /data /datalog /etc/zookeeper/conf
-	chown zookeeper:zookeeper /conf /data /datalog
-	apt-get clean
-	rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/locale/*
-'
-"${sudo[@]}" install -m 0755 "$HERE/zkServer.sh" "$rootfs/usr/local/bin/zkServer.sh"
-"${sudo[@]}" tee "$rootfs/etc/zookeeper/conf/log4j.properties" >/dev/null <<'L4J'
-# written by scripts/docker/zookeeper/build-image.sh: log to the console (docker logs)
-log4j.rootLogger=${zookeeper.root.logger}
-log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
-log4j.appender.CONSOLE.Threshold=INFO
-log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
-log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} - %-5p [%t:%C{1}@%L] - %m%n
-L4J
-
-"${sudo[@]}" tar --numeric-owner -C "$rootfs" -c . | docker import \
-	-c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-	-c 'ENV ZOO_CONF_DIR=/conf ZOO_DATA_DIR=/data ZOO_DATA_LOG_DIR=/datalog' \
-	-c 'USER zookeeper' \
-	-c 'WORKDIR /data' \
-	-c 'VOLUME ["/data", "/datalog"]' \
-	-c 'EXPOSE 2181' \
-	-c "LABEL isrbroker.recipe=$recipe" \
-	-c 'CMD ["zkServer.sh", "start-foreground"]' \
-	- "$IMAGE" >/dev/null
-log "built $IMAGE in $((SECONDS - start)) s ($(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{ printf "%d MB", $1 / 1e6 }'))"
+# The image itself: the base plus zkServer.sh (a quick docker build, no registry: FROM a local image).
+ctx=$(mktemp -d -t isrbroker-zk-image.XXXXXX)
+trap 'rm -rf "$ctx"' EXIT
+install -m 0755 "$HERE/zkServer.sh" "$ctx/zkServer.sh"
+cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM $BASE
+COPY zkServer.sh /usr/local/bin/zkServer.sh
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ENV ZOO_CONF_DIR=/conf ZOO_DATA_DIR=/data ZOO_DATA_LOG_DIR=/datalog
+USER zookeeper
+WORKDIR /data
+VOLUME ["/data", "/datalog"]
+# client port; 2888 and 3888: an ensemble's quorum and leader election ports
+EXPOSE 2181 2888 3888
+LABEL isrbroker.recipe=$recipe
+CMD ["zkServer.sh", "start-foreground"]
+DOCKERFILE
+docker build -q -t "$IMAGE" "$ctx" >/dev/null || die "docker build of $IMAGE failed"
+log "built $IMAGE ($(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{ printf "%d MB", $1 / 1e6 }'))"
