@@ -68,8 +68,6 @@ func declared() []*Key {
 		broker("broker.rack", String, "", nil, "The rack of this broker, recorded in its registration for clients."),
 		broker("broker.id.generation.enable", Boolean, "true", nil, "Generate broker ids from ZooKeeper when broker.id is unset.").unused(whyIDs),
 		broker("reserved.broker.max.id", Int, "1000", AtLeast(0), "Highest broker id reserved for configured ids.").unused(whyIDs),
-		broker("isrbroker.log.format", String, "text", OneOf("text", "json"),
-			"isrbroker's own: the format of the broker's log lines on stderr: text (logrus key=value) or json (one JSON object per line with time, level, msg, component and the fields of docs/logging.md); the --log-format flag of `isrbroker broker` wins over it."),
 		broker("metrics.listen", String, "", nil,
 			"isrbroker's own: host:port of the HTTP endpoint serving Prometheus text at /metrics; empty disables it."),
 		broker("metrics.advertised.listen", String, "", nil,
@@ -78,6 +76,8 @@ func declared() []*Key {
 			"isrbroker's own: serve Go's net/http/pprof profiles (CPU, heap, allocs, mutex, block, goroutine) at /debug/pprof/ on metrics.listen, and sample mutex and block events for them; needs metrics.listen (docs/performance.md, \"Profiling a broker\")."),
 		broker("isrbroker.local.address", String, "", nil,
 			"isrbroker's own: the IP every outgoing connection (fetchers, controller channel, ZooKeeper) binds as its source; empty lets the kernel choose."),
+		broker("isrbroker.log.format", String, "text", OneOf("text", "json"),
+			"isrbroker's own: the format of the broker's log lines on stderr: text (logrus key=value) or json (one JSON object per line with time, level, msg, component and the fields of docs/logging.md); the --log-format flag of `isrbroker broker` wins over it."),
 
 		// ---- ZooKeeper ----
 		broker("zookeeper.connect", String, "", nil,

@@ -377,10 +377,10 @@ func (m *partitionStateMachine) elect(tps []TopicPartition, b *requestBatch, str
 		}
 	}
 	if counts["offline"] > 1 {
-		ct.log.WithField("count", counts["offline"]).Warn("partitions offline: no live in-sync replica")
+		ct.stateChangeLog().WithField("count", counts["offline"]).Warn("partitions offline: no live in-sync replica")
 	}
 	if counts["changed"] > 0 {
-		ct.log.WithField("count", counts["changed"]).Info("partition states changed")
+		ct.stateChangeLog().WithField("count", counts["changed"]).Info("partition states changed")
 	}
 	for _, tp := range tps {
 		if validPartitionTransition(m.states[tp], OnlinePartition) {
