@@ -90,6 +90,7 @@ func newApp(ctx context.Context, stdout, stderr io.Writer) *cli.App {
 					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "path of server.properties (Kafka 2.4 broker settings)"},
 					&cli.StringSliceFlag{Name: "override", Usage: "set a property after the file: key=value (repeatable)"},
 					&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error"},
+					&cli.StringFlag{Name: "log-format", Usage: "text or json (docs/logging.md); default isrbroker.log.format, text"},
 				},
 				Action: func(c *cli.Context) error { return brokerCommand(ctx, c, stderr) },
 			},
@@ -134,24 +135,12 @@ func brokerArgs(c *cli.Context) (string, []string, error) {
 	return path, overrides, nil
 }
 
-func newLogger(out io.Writer, level string) (*logrus.Logger, error) {
-	lvl, err := logrus.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q", level)
-	}
-	l := logrus.New()
-	l.SetOutput(out)
-	l.SetLevel(lvl)
-	l.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
-	return l, nil
-}
-
 func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) error {
 	path, overrides, err := brokerArgs(c)
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, c.String("log-level"))
+	level, err := parseLogLevel(c.String("log-level"))
 	if err != nil {
 		return err
 	}
@@ -160,7 +149,12 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	log := logger.WithField("broker", cfg.BrokerID)
+	logger, err := newLogger(stderr, level, logFormat(c.String("log-format"), cfg.LogFormat))
+	if err != nil {
+		return err
+	}
+	log := logger.WithFields(logrus.Fields{"brokerId": cfg.BrokerID, "component": componentServer})
+	defer redirectStdLog(log)()
 	for _, w := range report.Warnings {
 		log.Warn(w)
 	}
@@ -278,7 +272,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
-			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page)); serr != nil {
+			if serr := metricsexport.ServeHandler(bgCtx, ln, httpMux(reg, b.page, pprofRoutes(cfg, log))); serr != nil {
 				log.WithError(serr).Error("metrics endpoint stopped")
 			}
 		}()
@@ -286,7 +280,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	}
 
 	logCfg := LogConfig(cfg)
-	b.logs, err = logstore.Open(cfg.LogDirs, cfg.BrokerID, logCfg, log)
+	b.logs, err = logstore.Open(cfg.LogDirs, cfg.BrokerID, logCfg, log.WithField("component", componentLog))
 	if err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", strings.Join(cfg.LogDirs, ","), err)
 	}
@@ -321,7 +315,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 				r.SetBrokerEpoch(e)
 			}
 		},
-		Log: log,
+		Log: log.WithField("component", componentZooKeeper),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper.connect %s: %w", cfg.ZookeeperConnect, err)
@@ -344,7 +338,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		LogDefaults:                     logCfg,
 		Events:                          events,
 		Registry:                        reg,
-		Log:                             log,
+		Log:                             log.WithField("component", componentReplicaManager),
 	}, b.logs, b.zk)
 	rmgrRef.Store(b.rmgr)
 	startReplicationPage(cfg, b, events, log)
@@ -398,7 +392,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		GroupInitialRebalanceDelay:    cfg.GroupInitialRebalanceDelay,
 		GroupMaxSize:                  cfg.GroupMaxSize,
 		Registry:                      reg,
-		Log:                           log,
+		Log:                           log.WithField("component", componentCoordinator),
 	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk)
 	b.rmgr.SetLeadershipListener(b.groups.OnLeadershipChange)
 	b.srv.SetGroupCoordinator(b.groups)
@@ -428,7 +422,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	}()
 	b.logs.StartCleaner(LogCleanerConfig(cfg, reg)) // stopped by b.logs.Close
 
-	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterID": b.zk.ClusterID()}).Info("broker started")
+	log.WithFields(logrus.Fields{"brokerEpoch": epoch, "clusterId": b.zk.ClusterID()}).Info("broker started")
 	return b, nil
 }
 

@@ -117,6 +117,12 @@ func TestStartupErrorsAreOneLine(t *testing.T) {
 			`isrbroker: invalid value "PLAINTEXT://127.0.0.1:1,SSL://127.0.0.1:2" for "listeners": listener SSL uses security protocol SSL; isrbroker supports PLAINTEXT only`},
 		{"kafka-server-start style", good, []string{"POSITIONAL", "--override", "num.partitions=0"},
 			`isrbroker: invalid value "0" for "num.partitions": must be at least 1`},
+		{"bad log format", good + "isrbroker.log.format=xml\n", nil,
+			`isrbroker: invalid value "xml" for "isrbroker.log.format": must be one of text, json`},
+		{"bad --log-format", good, []string{"--log-format", "yaml"},
+			`isrbroker: invalid --log-format "yaml": text or json`},
+		{"bad --log-level", good, []string{"--log-level", "loud"},
+			`isrbroker: invalid --log-level "loud": trace, debug, info, warn or error`},
 		{"missing file", "", []string{"--config", filepath.Join(dir, "nope.properties")}, ""},
 		{"no config", "", []string{}, `isrbroker: no config file: use --config server.properties`},
 	}

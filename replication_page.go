@@ -14,9 +14,13 @@ import (
 )
 
 // httpMux is the metrics listener's routes: /metrics and the replication page
-// (docs/replication-page.md), which answers 503 until the broker's parts exist.
-func httpMux(reg metrics.Registry, page http.Handler) http.Handler {
+// (docs/replication-page.md), which answers 503 until the broker's parts exist, plus the
+// profiling routes when isrbroker.pprof.enable is set (extra: nil or pprofRoutes).
+func httpMux(reg metrics.Registry, page http.Handler, extra func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
+	if extra != nil {
+		extra(mux)
+	}
 	mux.Handle("/metrics", metricsexport.Handler(reg))
 	mux.Handle("/replication", page)
 	mux.Handle("/replication/", page)
@@ -49,8 +53,8 @@ func publishReplicationPage(cfg *config.Config, b *runningBroker, log logrus.Fie
 	}
 	addr := cfg.MetricsAdvertisedAddress(port)
 	if err := b.zk.PublishReplicationPage(addr); err != nil {
-		log.WithError(err).WithField("address", addr).Warn("publishing the replication page address in ZooKeeper failed")
+		log.WithError(err).WithField("addr", addr).Warn("publishing the replication page address in ZooKeeper failed")
 		return
 	}
-	log.WithField("address", addr).Info("replication page address published")
+	log.WithField("addr", addr).Info("replication page address published")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -26,6 +27,10 @@ import (
 //   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
 //     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
 //     LSO, which is the HW, as READ_UNCOMMITTED does.
+//   - Zero-copy reads: on a socket the records are not read into memory; they are regions of
+//     the segment files sent with sendfile, the response framing (encoded by kmsg) written
+//     around them (kproto.AppendSplicedFetch, Kafka's FileRecords.writeTo). A partition whose
+//     records must be cut below the regions' length is read into memory (docs/performance.md).
 //   - Record bytes go to BytesOutPerSec (per topic and all topics) for consumers and
 //     ReplicationBytesOutPerSec for followers; each partition counts in
 //     TotalFetchRequestsPerSec, and in FailedFetchRequestsPerSec on an unexpected error
@@ -78,18 +83,30 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
+	// Zero-copy reads: on a socket the records stay in the segment files and go out with
+	// sendfile, the response framing written around them (docs/performance.md, "Zero-copy
+	// reads"); other connections get the bytes read into memory.
+	params.FileRecords = r.c.zeroCopy
 	s.replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
 		r.safe(func() {
-			fillFetchResponse(resp, req, params.MaxBytes, results)
-			s.markFetch(req.ReplicaID, resp)
+			_, spliced := fillFetchResponse(resp, req, params.MaxBytes, results)
+			s.markFetch(req.ReplicaID, resp, spliced)
+			if len(spliced) > 0 {
+				r.slot.complete(reply{fetch: &kproto.SplicedFetch{Resp: resp, Files: spliced}})
+				return
+			}
 			r.respond(resp)
 		})
 	})
 }
 
 // fillFetchResponse builds the per-partition answers in request order and returns the
-// number of record bytes included.
-func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxBytes int32, results []rm.FetchPartitionResult) int {
+// number of record bytes included. Records that are file regions (FetchParams.FileRecords)
+// and are sent whole are returned as spliced, their partition's record set left empty for
+// kproto.AppendSplicedFetch; regions that must be cut at a batch boundary below their length
+// are read into memory first (the copying path), as is every Records result.
+func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxBytes int32, results []rm.FetchPartitionResult) (int, []kproto.SplicedPartition) {
+	var spliced []kproto.SplicedPartition
 	byTP := make(map[rm.TopicPartition]*rm.FetchPartitionResult, len(results))
 	for i := range results {
 		byTP[results[i].TopicPartition] = &results[i]
@@ -120,11 +137,29 @@ func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxByte
 			rp.LastStableOffset = res.HighWatermark // no transactions: LSO = HW
 			rp.LogStartOffset = res.LogStartOffset
 			recs := res.Records
-			if len(recs) > 0 {
-				limit := budget
-				if pm := int64(p.PartitionMaxBytes); pm >= 0 && pm < limit {
-					limit = pm
+			limit := budget
+			if pm := int64(p.PartitionMaxBytes); pm >= 0 && pm < limit {
+				limit = pm
+			}
+			if files := res.Files; files.Len > 0 {
+				if files.Len <= limit {
+					minOne = false
+					budget -= files.Len
+					total += int(files.Len)
+					rp.RecordBatches = []byte{} // the regions go here (kproto.AppendSplicedFetch)
+					spliced = append(spliced, kproto.SplicedPartition{Topic: len(resp.Topics), Partition: len(rt.Partitions), Records: files})
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
 				}
+				var err error
+				if recs, err = files.ReadAll(nil); err != nil {
+					// The segment went away after the read (deleted, truncated or closed on a
+					// leadership change): the client refreshes its metadata and fetches again.
+					rp.ErrorCode = kerr.NotLeaderForPartition.Code
+					recs = nil
+				}
+			}
+			if len(recs) > 0 {
 				if int64(len(recs)) > limit {
 					recs = recs[:batchPrefix(recs, max(limit, 0), minOne)]
 				}
@@ -143,5 +178,5 @@ func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxByte
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return total
+	return total, spliced
 }

@@ -105,7 +105,7 @@ func (s *Server) autoCreate(log logrus.FieldLogger, topic string) int16 {
 		return kerr.LeaderNotAvailable.Code
 	}
 	code, _ := adminErrorCode(err)
-	log.WithField("topic", topic).WithError(err).Warn("auto-creating topic failed")
+	requestWarnings.Warn(log.WithField("topic", topic).WithError(err), topic, "auto-creating topic failed")
 	return code
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,9 +28,9 @@ func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
 	if req.Version >= 5 {
 		brokerEpoch = req.BrokerEpoch
 	}
-	log := r.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	log := r.log.WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code := s.replicas.CheckControllerEpoch(req.ControllerID, req.ControllerEpoch, brokerEpoch); code != 0 {
-		log.WithField("errorCode", code).Info("rejecting UpdateMetadata")
+		log.WithField("error", kerr.ErrorForCode(code)).Info("rejecting UpdateMetadata")
 		resp.ErrorCode = code
 		r.respond(resp)
 		return

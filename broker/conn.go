@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -31,6 +32,9 @@ type conn struct {
 	nc       net.Conn
 	listener string // listener name the connection came in on (Metadata answers with its endpoints)
 	log      logrus.FieldLogger
+	// zeroCopy: fetch responses are written from the segment files with sendfile (the
+	// connection is a socket); otherwise the records are read into memory.
+	zeroCopy bool
 
 	queue     chan *slot    // outstanding requests in arrival order; cap = maxInFlight
 	done      chan struct{} // closed by close()
@@ -48,6 +52,9 @@ type slot struct {
 type reply struct {
 	resp  kmsg.Response // nil: send nothing (acks=0 produce)
 	close bool          // close the connection once the replies before this one are written
+	// fetch, when set, is a fetch response whose records are segment-file regions, written
+	// with sendfile (zero-copy reads); resp is then nil.
+	fetch *kproto.SplicedFetch
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
@@ -58,7 +65,15 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		log:      s.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "listener": listener}),
 		queue:    make(chan *slot, maxInFlight),
 		done:     make(chan struct{}),
+		zeroCopy: isSocket(nc),
 	}
+}
+
+// isSocket reports whether nc exposes its file descriptor (a TCP connection), which
+// kproto.WriteFileRegion needs for sendfile.
+func isSocket(nc net.Conn) bool {
+	_, ok := nc.(syscall.Conn)
+	return ok
 }
 
 func (c *conn) close() {
@@ -93,12 +108,12 @@ func (c *conn) serve() {
 		frame, err := kproto.ReadFrame(br, c.s.cfg.SocketRequestMaxBytes)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				c.log.WithError(err).Info("closing connection: bad frame")
+				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
 			}
 			return
 		}
 		if err := c.handleFrame(frame); err != nil {
-			c.log.WithError(err).Info("closing connection: bad request")
+			requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad request")
 			return
 		}
 	}
@@ -122,7 +137,20 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		}
-		if r.resp != nil {
+		if r.fetch != nil {
+			var cuts []int
+			var err error
+			buf, cuts, err = kproto.AppendSplicedFetch(buf[:0], sl.corr, r.fetch)
+			if err != nil {
+				c.log.WithError(err).Error("closing connection: encoding a fetch response around segment-file regions failed")
+				return
+			}
+			if err := kproto.WriteSplicedFetch(c.nc, buf, cuts, r.fetch); err != nil {
+				// Part of the response may be on the wire: only closing keeps the stream framed.
+				c.log.WithError(err).Info("closing connection: writing a fetch response from the segment files failed")
+				return
+			}
+		} else if r.resp != nil {
 			buf = kproto.AppendResponse(buf[:0], sl.corr, r.resp)
 			if _, err := c.nc.Write(buf); err != nil {
 				return
@@ -219,7 +247,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
 		r := &request{c: c, hdr: hdr, slot: sl}
-		r.log = c.log.WithFields(logrus.Fields{"client": r.clientID(), "api": kmsg.NameForKey(key), "version": version})
+		r.log = c.log.WithFields(logrus.Fields{"component": "request", "client": r.clientID(), "apiKey": kmsg.NameForKey(key), "version": version})
 		h.fn(c.s, r, req)
 	})
 }
@@ -247,7 +275,8 @@ func (c *conn) waitForMetadata(key int16) error {
 	select {
 	case <-ready:
 	case <-t.C:
-		c.log.WithField("api", kmsg.NameForKey(key)).Warn("no UpdateMetadata from the controller yet; answering from an empty metadata cache")
+		requestWarnings.Warn(c.log.WithField("apiKey", kmsg.NameForKey(key)), kmsg.NameForKey(key),
+			"no UpdateMetadata from the controller yet; answering from an empty metadata cache")
 	case <-c.done:
 		return net.ErrClosed
 	}

@@ -35,7 +35,7 @@ func (s *Server) SetGroupCoordinator(gc GroupCoordinator) { s.groups = gc }
 
 func handleGroupRequest(s *Server, r *request, req kmsg.Request) {
 	if s.groups == nil {
-		r.log.Warn("no group coordinator; closing the connection")
+		requestWarnings.Warn(r.log, "", "no group coordinator; closing the connection")
 		r.respondAndClose()
 		return
 	}

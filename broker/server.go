@@ -108,7 +108,7 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 		cfg:          cfg,
 		replicas:     replicas,
 		admin:        admin,
-		log:          cfg.Log.WithField("broker", cfg.BrokerID),
+		log:          cfg.Log.WithField("brokerId", cfg.BrokerID),
 		cache:        NewMetadataCache(),
 		ctx:          ctx,
 		cancel:       cancel,

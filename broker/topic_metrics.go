@@ -4,6 +4,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -33,7 +34,8 @@ func topicStatsOf(replicas Replicas, reg metrics.Registry) *rm.BrokerTopicStats 
 // FailedFetchRequestsPerSec on an unexpected error) of its topic; the record bytes as the
 // topic's BytesOutPerSec for a consumer (replicaID < 0), as ReplicationBytesOutPerSec (all
 // topics) for a follower.
-func (s *Server) markFetch(replicaID int32, resp *kmsg.FetchResponse) {
+// Record sets spliced in from the segment files (zero-copy reads) count with their length.
+func (s *Server) markFetch(replicaID int32, resp *kmsg.FetchResponse, spliced []kproto.SplicedPartition) {
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		n := 0
@@ -41,6 +43,11 @@ func (s *Server) markFetch(replicaID int32, resp *kmsg.FetchResponse) {
 			p := &t.Partitions[j]
 			s.topicStats.MarkFetch(t.Topic, p.ErrorCode)
 			n += len(p.RecordBatches)
+		}
+		for _, sp := range spliced {
+			if sp.Topic == i {
+				n += int(sp.Records.Len)
+			}
 		}
 		if n == 0 {
 			continue

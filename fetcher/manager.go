@@ -44,10 +44,12 @@ type Manager struct {
 // (MetricPartitionCount) while it runs.
 func NewManager(cfg Config, local Local) *Manager {
 	cfg = cfg.withDefaults()
+	// Every line of the fetchers carries component=fetcher (docs/logging.md).
+	cfg.Log = cfg.Log.WithField("component", "fetcher")
 	m := &Manager{
 		cfg:         cfg,
 		local:       local,
-		log:         cfg.Log.WithField("broker", cfg.BrokerID),
+		log:         cfg.Log.WithField("brokerId", cfg.BrokerID),
 		fetchers:    make(map[fetcherKey]*fetcherThread),
 		numFetchers: cfg.NumFetchers,
 		failed:      make(map[TopicPartition]struct{}),

@@ -41,7 +41,7 @@ func newFetcherThread(m *Manager, fetcherID int, source BrokerEndPoint, leader L
 		cfg:       m.cfg,
 		local:     m.local,
 		leader:    leader,
-		log:       m.cfg.Log.WithFields(logrus.Fields{"fetcher": name, "leader": source.ID, "broker": m.cfg.BrokerID}),
+		log:       m.cfg.Log.WithFields(logrus.Fields{"fetcherId": fetcherID, "leader": source.ID, "brokerId": m.cfg.BrokerID}),
 		mgr:       m,
 		wake:      make(chan struct{}, 1),
 		ctx:       ctx,

@@ -22,7 +22,7 @@ func (t *fetcherThread) truncateLocked(tp TopicPartition, s *partitionState, off
 	if err != nil {
 		return 0, err
 	}
-	t.plog(tp, s).WithFields(logrus.Fields{"truncateTo": offset, "logEndOffset": leo}).Info("truncated log")
+	t.plog(tp, s).WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": leo}).Info("truncated log")
 	return leo, nil
 }
 
@@ -84,7 +84,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
-		t.log.WithError(err).Warn("OffsetForLeaderEpoch failed; backing off")
+		backoffWarnings.Warn(t.log.WithError(err), t.warnKey(), "OffsetForLeaderEpoch failed; backing off")
 		for tp, ss := range sent {
 			if s := t.currentLocked(tp, ss, phaseTruncating); s != nil {
 				t.delayLocked(s)
@@ -154,7 +154,7 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 	}
 	plan := PlanTruncation(in)
 	if plan.Action == BackOff {
-		t.plog(tp, s).WithFields(logrus.Fields{"askedEpoch": asked, "replyEpoch": rp.LeaderEpoch, "replyEndOffset": rp.EndOffset}).
+		t.plog(tp, s).WithFields(logrus.Fields{"requestLeaderEpoch": asked, "responseLeaderEpoch": rp.LeaderEpoch, "responseEndOffset": rp.EndOffset}).
 			Warn("epoch truncation made no progress; backing off")
 		t.delayLocked(s)
 		return

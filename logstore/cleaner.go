@@ -118,7 +118,7 @@ func (m *Manager) StartCleaner(cfg CleanerConfig) {
 		return
 	}
 	c := &cleaner{
-		m: m, cfg: cfg, static: cfg, log: m.log.WithField("component", "log-cleaner"),
+		m: m, cfg: cfg, static: cfg, log: m.log.WithField("component", "cleaner"),
 		wake:       make(chan struct{}, 1),
 		inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
 		timeOfLastRun: m.now(), lastStats: make([]cleanerStats, cfg.Threads),

@@ -220,7 +220,7 @@ func (ld *logLoader) recoverSegment(s *segment, startPos, startOffset int64, st 
 			"segment":   s.logPath(),
 			"bytesCut":  s.size - valid,
 			"validSize": valid,
-			"cause":     fmt.Sprint(res.err),
+			"error":     fmt.Sprint(res.err),
 		}).Warn("truncating a torn or corrupt tail of a segment during recovery")
 		if err := s.f.Truncate(valid); err != nil {
 			return false, err

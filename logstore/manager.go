@@ -33,8 +33,11 @@ type Manager struct {
 	mu        sync.RWMutex
 	logs      map[TopicPartition]*Log
 	dirOf     map[TopicPartition]string
-	hw        map[TopicPartition]int64 // last HW checkpointed per partition
-	initialHW map[TopicPartition]int64 // as read at Open
+	dirLogs   map[string]int                   // number of logs per dir (dirOf's values counted)
+	creating  map[TopicPartition]chan struct{} // logs being created outside mu; closed when done
+	dirSync   map[string]*dirSyncer            // group commit of each log dir's fsyncs (set at Open)
+	hw        map[TopicPartition]int64         // last HW checkpointed per partition
+	initialHW map[TopicPartition]int64         // as read at Open
 	closed    bool
 
 	checkpointMu sync.Mutex // serialises checkpoint file writes
@@ -65,12 +68,18 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		dirs:      append([]string(nil), dirs...),
 		brokerID:  brokerID,
 		defaults:  defaults.sanitized(),
-		log:       log.WithField("broker", brokerID),
+		log:       log.WithField("brokerId", brokerID),
 		clock:     now,
 		logs:      map[TopicPartition]*Log{},
 		dirOf:     map[TopicPartition]string{},
+		dirLogs:   map[string]int{},
+		creating:  map[TopicPartition]chan struct{}{},
+		dirSync:   map[string]*dirSyncer{},
 		hw:        map[TopicPartition]int64{},
 		initialHW: map[TopicPartition]int64{},
+	}
+	for _, dir := range m.dirs {
+		m.dirSync[dir] = newDirSyncer(dir)
 	}
 	for _, dir := range m.dirs {
 		if err := m.loadDir(dir); err != nil {
@@ -184,6 +193,7 @@ func (m *Manager) loadDir(dir string) error {
 		}
 		m.logs[tp] = l
 		m.dirOf[tp] = dir
+		m.dirLogs[dir]++
 		if hw >= 0 {
 			m.hw[tp] = hw
 			m.initialHW[tp] = hw
@@ -287,41 +297,65 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 	if tp.Partition < 0 {
 		return nil, fmt.Errorf("logstore: illegal partition %d", tp.Partition)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	if l := m.logs[tp]; l != nil {
-		l.SetConfig(cfg)
+	// The files are created outside mu, so that logs are created in parallel (the replica
+	// manager creates a LeaderAndIsr's logs on a worker pool; docs/performance.md,
+	// "Controller at scale"); creating marks the partition meanwhile.
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if l := m.logs[tp]; l != nil {
+			m.mu.Unlock()
+			l.SetConfig(cfg)
+			return l, nil
+		}
+		if wait, ok := m.creating[tp]; ok {
+			m.mu.Unlock()
+			<-wait
+			continue
+		}
+		// The dir with the fewest logs (Kafka's nextLogDirs).
+		dir := m.dirs[0]
+		for _, d := range m.dirs[1:] {
+			if m.dirLogs[d] < m.dirLogs[dir] {
+				dir = d
+			}
+		}
+		done := make(chan struct{})
+		m.creating[tp] = done
+		m.dirLogs[dir]++ // reserved
+		m.mu.Unlock()
+
+		l, err := openLog(loadParams{
+			tp: tp, dir: filepath.Join(dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfg,
+			recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
+		})
+		if err == nil {
+			if err = m.dirSync[dir].sync(); err != nil { // shared with concurrent creations
+				l.Close()
+			}
+		}
+		m.mu.Lock()
+		delete(m.creating, tp)
+		close(done)
+		if err == nil && m.closed {
+			l.Close()
+			err = ErrClosed
+		}
+		if err != nil {
+			m.dirLogs[dir]--
+			m.mu.Unlock()
+			return nil, err
+		}
+		m.logs[tp] = l
+		m.dirOf[tp] = dir
+		m.registerLogMetricsLocked(tp, l)
+		m.mu.Unlock()
+		m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "logDir": dir}).Debug("created log")
 		return l, nil
 	}
-	counts := map[string]int{}
-	for _, d := range m.dirOf {
-		counts[d]++
-	}
-	dir := m.dirs[0]
-	for _, d := range m.dirs[1:] {
-		if counts[d] < counts[dir] {
-			dir = d
-		}
-	}
-	l, err := openLog(loadParams{
-		tp: tp, dir: filepath.Join(dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfg,
-		recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := syncDir(dir); err != nil {
-		l.Close()
-		return nil, err
-	}
-	m.logs[tp] = l
-	m.dirOf[tp] = dir
-	m.registerLogMetricsLocked(tp, l)
-	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "logDir": dir}).Info("created log")
-	return l, nil
 }
 
 // All returns a snapshot of every log.
@@ -345,6 +379,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	delete(m.logs, tp)
+	if d, ok := m.dirOf[tp]; ok {
+		m.dirLogs[d]--
+	}
 	delete(m.dirOf, tp)
 	delete(m.hw, tp)
 	m.unregisterLogMetricsLocked(tp)
@@ -370,6 +407,16 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		time.AfterFunc(delay, remove)
 	}
 	return nil
+}
+
+// HighWatermark returns tp's HW as read from replication-offset-checkpoint at Open: one map
+// lookup, where HighWatermarks copies the whole map (a replica manager creating thousands of
+// partitions would otherwise copy it for each).
+func (m *Manager) HighWatermark(tp TopicPartition) (int64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	hw, ok := m.initialHW[tp]
+	return hw, ok
 }
 
 // HighWatermarks returns the HWs read from replication-offset-checkpoint at Open.
@@ -529,12 +576,19 @@ func (m *Manager) Close() error {
 	if c != nil {
 		c.stop() // before the logs close: an in-progress cleaning aborts
 	}
+	// Closing flushes each log: done on a bounded worker pool across partitions and dirs
+	// (Kafka closes logs on num.recovery.threads.per.data.dir threads per dir).
 	var first error
-	for _, l := range logs {
-		if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) && first == nil {
-			first = err
+	var firstMu sync.Mutex
+	forEachParallel(len(logs), func(i int) {
+		if err := logs[i].Close(); err != nil && !errors.Is(err, ErrClosed) {
+			firstMu.Lock()
+			if first == nil {
+				first = err
+			}
+			firstMu.Unlock()
 		}
-	}
+	})
 	if err := m.Checkpoint(); err != nil && first == nil {
 		first = err
 	}
@@ -550,4 +604,28 @@ func (m *Manager) Close() error {
 		}
 	}
 	return first
+}
+
+// ioWorkers bounds the goroutines that open, create or close logs at once: enough to overlap
+// the file system's latencies (fsync, mmap, directory updates), few enough not to thrash.
+const ioWorkers = 8
+
+// forEachParallel runs f(0..n-1) on at most ioWorkers goroutines and waits for all.
+func forEachParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, ioWorkers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

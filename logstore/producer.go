@@ -143,7 +143,11 @@ func (sl segmentList) rebuildProducerState(log logrus.FieldLogger) producerState
 	batches := 0
 	for i := len(regions) - 1; i >= 0; i-- {
 		r := regions[i]
-		br := bufio.NewReaderSize(io.NewSectionReader(r.s.f, r.startPos, r.s.size-r.startPos), 1<<20)
+		n := r.s.size - r.startPos
+		if n <= 0 {
+			continue // empty (a new log): no 1 MiB read buffer to allocate and clear
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(r.s.f, r.startPos, n), int(min(n, 1<<20)))
 		var hdr [batchHeaderSize]byte
 		for pos := r.startPos; pos+batchHeaderSize <= r.s.size; {
 			if _, err := io.ReadFull(br, hdr[:]); err != nil {

@@ -362,6 +362,11 @@ func (s *segment) persistIndexes(idx []offsetEntry, tidx []timeEntry, sync bool)
 	if s.tidxPersisted > len(tidx) {
 		s.tidxPersisted = len(tidx)
 	}
+	// An empty segment without index files (a log that never got a record) has nothing to
+	// persist: no files to create and fsync, which made closing thousands of new logs slow.
+	if len(idx) == 0 && len(tidx) == 0 && s.size == 0 && !fileExists(s.indexPath()) && !fileExists(s.timeIndexPath()) {
+		return nil
+	}
 	if err := writeIndexTail(s.indexPath(), encodeOffsetEntries(idx[s.idxPersisted:]), int64(s.idxPersisted)*offsetEntrySize, sync); err != nil {
 		return err
 	}

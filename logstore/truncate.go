@@ -130,7 +130,7 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 	} else {
 		changed = l.epochs.truncateFromEnd(offset)
 	}
-	l.log.WithField("offset", offset).Info("truncated log fully")
+	l.log.WithField("targetOffset", offset).Info("truncated log fully")
 	if changed {
 		return l.epochs.persist(l.epochs.snapshot())
 	}

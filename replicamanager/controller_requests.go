@@ -1,10 +1,10 @@
 package replicamanager
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,8 +54,8 @@ func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch 
 	defer c.rm.mu.Unlock()
 	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"controller": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}).
-			Warn("rejecting UpdateMetadata from a stale controller")
+		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
+			fmt.Sprint(controllerID, "/", controllerEpoch), "rejecting UpdateMetadata from a stale controller")
 	}
 	return code
 }
@@ -67,21 +67,29 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	defer c.stateChangeLock.Unlock()
 	res := LeaderAndIsrResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
-	log := c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	log := c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
-		log.Warn("rejecting LeaderAndIsr from a stale controller")
+		c.rm.warnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
 		res.ErrorCode = code
 		return res
 	}
-	now := c.rm.now()
+	// The missing partitions' logs are created first, in parallel (createPartitions).
+	var mine []TopicPartition
+	for _, st := range req.Partitions {
+		if slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+			mine = append(mine, st.TopicPartition)
+		}
+	}
+	createErrs := c.rm.createPartitions(mine)
 	var leaders, followers []PartitionState
+	stale := 0
 	for _, st := range req.Partitions {
 		if !slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
 			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		p, err := c.rm.getOrCreatePartition(st.TopicPartition)
-		if err != nil {
+		p := c.rm.getPartition(st.TopicPartition)
+		if err := createErrs[st.TopicPartition]; err != nil || p == nil {
 			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition}).WithError(err).Error("creating log")
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
 			continue
@@ -90,9 +98,13 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		cur := p.leaderEpoch
 		p.mu.RUnlock()
 		// 2.4 rule: apply only a strictly newer leader epoch; otherwise STALE_CONTROLLER_EPOCH.
+		// Logged once per request with a count (the first at debug level each), not per partition.
 		if st.LeaderEpoch <= cur {
-			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
-				Info("ignoring LeaderAndIsr: leader epoch not newer")
+			if stale == 0 {
+				log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition, "leaderEpoch": st.LeaderEpoch, "currentLeaderEpoch": cur}).
+					Debug("ignoring LeaderAndIsr: leader epoch not newer")
+			}
+			stale++
 			res.Partitions[st.TopicPartition] = kerr.StaleControllerEpoch.Code
 			continue
 		}
@@ -103,7 +115,10 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 			followers = append(followers, st)
 		}
 	}
-	c.makeLeaders(leaders, now)
+	if stale > 0 {
+		log.WithField("partitions", stale).Info("ignoring LeaderAndIsr for partitions whose leader epoch is not newer")
+	}
+	c.makeLeaders(leaders)
 	c.makeFollowers(followers, req.LiveLeaders)
 	c.rm.fetcher.ShutdownIdleFetcherThreads()
 	c.rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
@@ -111,16 +126,42 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 }
 
 // makeLeaders: stop fetching for the partitions (S22 case 2), then make each a leader.
-func (c *controllerRequests) makeLeaders(states []PartitionState, now time.Time) {
+func (c *controllerRequests) makeLeaders(states []PartitionState) {
 	if len(states) == 0 {
 		return
 	}
 	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
-	for _, st := range states {
-		p := c.rm.getPartition(st.TopicPartition)
-		p.makeLeader(st, now)
+	// Each new leader epoch is written to the partition's leader-epoch-checkpoint with an
+	// fsync (K1): the partitions are made leaders on a bounded worker pool so those fsyncs
+	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
+	forEachParallel(len(states), func(i int) {
+		st := states[i]
+		// The clock is read per partition, after its log was created: a follower's last
+		// caught-up time starts when the leadership does (S10), not when the request arrived —
+		// creating thousands of logs first would otherwise shrink every new ISR at once.
+		c.rm.getPartition(st.TopicPartition).makeLeader(st, c.rm.now())
 		c.rm.purgatory.checkAndComplete(st.TopicPartition)
+	})
+}
+
+// forEachParallel runs f(0..n-1) on at most logCreateWorkers goroutines and waits for all.
+func forEachParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(n, logCreateWorkers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
 	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // makeFollowers implements S14 (with K1: no truncation here; the fetcher truncates by leader epoch).
@@ -179,7 +220,8 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
-		c.rm.log.WithFields(logrus.Fields{"controller": req.ControllerID, "controllerEpoch": req.ControllerEpoch}).Warn("rejecting StopReplica from a stale controller")
+		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
+			fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting StopReplica from a stale controller")
 		res.ErrorCode = code
 		return res
 	}

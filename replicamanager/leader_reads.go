@@ -5,6 +5,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // leaderReads is the read path of a leader: Fetch from consumers and followers (with the
@@ -69,6 +71,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			limit = remaining
 		}
 		var records []byte
+		var files kproto.FileRecords
 		var err error
 		if unassigned {
 			lr.rm.log.WithFields(logrus.Fields{"topic": part.Topic, "partition": part.Partition, "replica": fp.ReplicaID}).
@@ -78,6 +81,8 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			// Issue 4 (shouldLeaderThrottle): a throttled replica outside the ISR gets no records
 			// while the leader quota is exceeded; not an error, its fetch state is still updated.
 			records = nil
+		} else if fp.FileRecords {
+			files, err = p.log.ReadRegions(part.FetchOffset, int32(limit), maxOffset, minOne)
 		} else {
 			records, err = p.log.Read(part.FetchOffset, int32(limit), maxOffset, minOne)
 		}
@@ -87,13 +92,13 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			errored = true
 			continue
 		}
-		r.Records = records
-		if len(records) > 0 {
+		r.Records, r.Files = records, files
+		if n := len(records) + int(files.Len); n > 0 {
 			minOne = false
-			remaining -= int64(len(records))
-			bytes += len(records)
+			remaining -= int64(n)
+			bytes += n
 			if throttled {
-				throttledBytes += len(records)
+				throttledBytes += n
 			}
 		}
 		if fromFollower && updateFollowers && !unassigned {

@@ -110,7 +110,7 @@ func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset in
 			return err
 		}
 		p.setFollowerHW(offset)
-		p.logger().WithField("offset", offset).Info("emptied follower log; restarting at the leader's log start offset")
+		p.logger().WithField("logStartOffset", offset).Info("emptied follower log; restarting at the leader's log start offset")
 		p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
 			FromOffset: before, ToOffset: offset, HighWatermark: offset})
 		return nil

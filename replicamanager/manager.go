@@ -13,6 +13,7 @@ import (
 
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/ratelog"
 )
 
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition
@@ -102,6 +103,8 @@ type ReplicaManager struct {
 	partitions map[TopicPartition]*Partition
 
 	purgatory *purgatory
+	// warnings rate-limits the request path's repeated warnings (docs/logging.md).
+	warnings *ratelog.Limiter
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -114,15 +117,16 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	cfg.setDefaults()
 	rm := &ReplicaManager{
 		cfg:        cfg,
-		log:        logrus.NewEntry(logrus.StandardLogger()).WithField("broker", cfg.BrokerID),
+		log:        logrus.NewEntry(logrus.StandardLogger()).WithField("brokerId", cfg.BrokerID),
 		logs:       logs,
 		partitions: make(map[TopicPartition]*Partition),
 		purgatory:  newPurgatory(),
+		warnings:   ratelog.New(ratelog.DefaultInterval, cfg.Now),
 	}
 	if l, ok := cfg.Log.(*logrus.Entry); ok {
-		rm.log = l.WithField("broker", cfg.BrokerID)
+		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	} else if l, ok := cfg.Log.(*logrus.Logger); ok {
-		rm.log = l.WithField("broker", cfg.BrokerID)
+		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	}
 	if coord != nil {
 		rm.isr = coord
@@ -235,29 +239,39 @@ func (rm *ReplicaManager) getOrCreatePartition(tp TopicPartition) (*Partition, e
 	if p := rm.getPartition(tp); p != nil {
 		return p, nil
 	}
+	return rm.createPartition(tp, rm.readTopicConfig(tp.Topic))
+}
+
+// readTopicConfig reads topic's overrides (once per topic of a LeaderAndIsr, not per
+// partition) and returns its effective config.
+func (rm *ReplicaManager) readTopicConfig(topic string) topicConfig {
 	rm.live.mu.Lock()
-	seen := rm.live.deliveries[tp.Topic]
+	seen := rm.live.deliveries[topic]
 	rm.live.mu.Unlock()
 	var overrides map[string]string
 	readOK := false
 	if rm.topics != nil {
-		o, err := rm.topics.TopicConfig(tp.Topic)
+		o, err := rm.topics.TopicConfig(topic)
 		if err != nil {
-			rm.log.WithFields(logrus.Fields{"topic": tp.Topic}).WithError(err).Warn("reading topic config; using broker defaults")
+			rm.log.WithFields(logrus.Fields{"topic": topic}).WithError(err).Warn("reading topic config; using broker defaults")
 		} else {
 			readOK = true
 		}
 		overrides = o
-		rm.throttles.applyTopicConfigRead(tp.Topic, o) // issue 4: throttles of a new topic
+		rm.throttles.applyTopicConfigRead(topic, o) // issue 4: throttles of a new topic
 	}
 	rm.live.mu.Lock()
 	defer rm.live.mu.Unlock()
-	if rm.live.deliveries[tp.Topic] != seen || (!readOK && rm.topics != nil) {
-		overrides = rm.live.topics[tp.Topic] // newer than this read, or the read failed
+	if rm.live.deliveries[topic] != seen || (!readOK && rm.topics != nil) {
+		overrides = rm.live.topics[topic] // newer than this read, or the read failed
 	} else {
-		rm.live.topics[tp.Topic] = overrides
+		rm.live.topics[topic] = overrides
 	}
-	tc := rm.topicOverridesOn(rm.live.base, tp.Topic, overrides)
+	return rm.topicOverridesOn(rm.live.base, topic, overrides)
+}
+
+// createPartition creates tp's log (or opens the existing one) and its partition with config tc.
+func (rm *ReplicaManager) createPartition(tp TopicPartition, tc topicConfig) (*Partition, error) {
 	if p := rm.getPartition(tp); p != nil {
 		return p, nil
 	}
@@ -266,16 +280,56 @@ func (rm *ReplicaManager) getOrCreatePartition(tp TopicPartition) (*Partition, e
 		return nil, err
 	}
 	hw := int64(0)
-	if cp, ok := rm.logs.HighWatermarks()[tp]; ok {
+	if cp, ok := rm.logs.HighWatermark(tp); ok { // one lookup, not a copy of every HW
 		hw = cp
 	}
 	hw = min(max(hw, l.LogStartOffset()), l.LogEndOffset())
+	// The log was created outside live.mu (logs are created in parallel): a topic config
+	// delivered meanwhile missed this partition, so it is registered under live.mu with the
+	// topic's current config (applyTopicEntity updates registered partitions under live.mu).
+	rm.live.mu.Lock()
+	defer rm.live.mu.Unlock()
+	if cur, ok := rm.live.topics[tp.Topic]; ok {
+		tc = rm.topicOverridesOn(rm.live.base, tp.Topic, cur)
+	}
 	p := &Partition{tp: tp, rm: rm, log: l, leaderID: -1, leaderEpoch: -1, hw: hw, cfg: tc}
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if existing := rm.partitions[tp]; existing != nil {
 		return existing, nil
 	}
+	l.SetConfig(tc.log)
 	rm.partitions[tp] = p
 	return p, nil
 }
+
+// createPartitions creates the missing partitions of tps: each topic's config is read once,
+// then the logs are created on a bounded worker pool (docs/performance.md, "Controller at
+// scale"). It returns the errors of the partitions that could not be created.
+func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartition]error {
+	var missing []TopicPartition
+	configs := map[string]topicConfig{}
+	for _, tp := range tps {
+		if rm.getPartition(tp) != nil {
+			continue
+		}
+		missing = append(missing, tp)
+		if _, ok := configs[tp.Topic]; !ok {
+			configs[tp.Topic] = rm.readTopicConfig(tp.Topic)
+		}
+	}
+	errs := make([]error, len(missing))
+	forEachParallel(len(missing), func(i int) {
+		_, errs[i] = rm.createPartition(missing[i], configs[missing[i].Topic])
+	})
+	out := map[TopicPartition]error{}
+	for i, err := range errs {
+		if err != nil {
+			out[missing[i]] = err
+		}
+	}
+	return out
+}
+
+// logCreateWorkers bounds the partitions a LeaderAndIsr creates or makes leaders at once.
+const logCreateWorkers = 8

@@ -2,6 +2,7 @@ package replicamanager
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 	}
 	p.leaderID = p.rm.cfg.BrokerID
 	p.maybeIncrementHWLocked(now)
-	p.logger().WithFields(logrus.Fields{"isr": st.ISR, "replicas": p.assigned, "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("became leader")
+	p.logger().WithFields(logrus.Fields{"isr": st.ISR, "replicas": p.assigned, "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("became leader")
 	if !wasLeader {
 		p.record(replevents.Event{Kind: replevents.BecomeLeader, Leader: p.leaderID, LeaderEpoch: st.LeaderEpoch,
 			ISR: slices.Clone(st.ISR), HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
@@ -115,7 +116,7 @@ func (p *Partition) makeFollower(st PartitionState) bool {
 	p.leaderEpoch = st.LeaderEpoch
 	p.leaderID = st.Leader
 	if !unchanged {
-		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("became follower")
+		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("became follower")
 		p.record(replevents.Event{Kind: replevents.BecomeFollower, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
 			HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
 	}
@@ -168,7 +169,8 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (l
 		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
 	}
 	if acks == -1 && !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
-		p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}).Warn("rejecting acks=all produce: ISR below min.insync.replicas")
+		p.rm.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
+			fmt.Sprint(p.tp.Topic, "-", p.tp.Partition), "rejecting acks=all produce: ISR below min.insync.replicas") // K2, once per 10 s per partition
 		return logstore.AppendInfo{}, kerr.NotEnoughReplicas.Code
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
@@ -268,7 +270,7 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 	}
 	p.writeIsr(u, func() {
 		p.rm.metrics.isrShrinks.Mark(1)
-		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.leader.ISR(), "hw": p.highWatermark(), "leo": p.log.LogEndOffset()}).Info("shrank ISR")
+		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.leader.ISR(), "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("shrank ISR")
 		p.record(replevents.Event{Kind: replevents.IsrShrink, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
 			ISR: p.leader.ISR(), Changed: slices.Clone(out), HighWatermark: p.highWatermark()})
 		moved = p.maybeIncrementHWLocked(p.rm.now()) || moved

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // TopicPartition names one partition (the log layer's type, shared).
@@ -74,15 +75,20 @@ type FetchPartition struct {
 
 // FetchParams is a whole fetch request.
 type FetchParams struct {
-	ReplicaID  int32 // >= 0 for a follower (reads up to the LEO, S7); -1 for a consumer
-	MaxWait    time.Duration
-	MinBytes   int32
-	MaxBytes   int32
-	Partitions []FetchPartition
+	ReplicaID int32 // >= 0 for a follower (reads up to the LEO, S7); -1 for a consumer
+	MaxWait   time.Duration
+	MinBytes  int32
+	MaxBytes  int32
+	// FileRecords asks for the records as regions of the segment files (Files) instead of
+	// bytes in memory (Records), for a response that sends them with sendfile
+	// (docs/performance.md, "Zero-copy reads").
+	FileRecords bool
+	Partitions  []FetchPartition
 }
 
 // FetchPartitionResult is one partition's answer to a fetch. Records holds raw record
-// batches exactly as stored (no decoding, S1).
+// batches exactly as stored (no decoding, S1); with FetchParams.FileRecords, Files holds the
+// same batches as regions of the segment files and Records is nil.
 type FetchPartitionResult struct {
 	TopicPartition
 	ErrorCode        int16
@@ -90,6 +96,7 @@ type FetchPartitionResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
+	Files            kproto.FileRecords
 }
 
 // ListOffsetsPartition asks for an offset by timestamp: -2 earliest, -1 latest, else the

@@ -3,6 +3,7 @@
 #   - ZooKeeper 3.8 (Debian package `zookeeper`: /usr/share/java/zookeeper.jar)
 #   - a Java runtime (`default-jre-headless`) if `java` is not on PATH
 #   - kcat (the librdkafka command-line client)
+#   - curl and jq: scripts/cluster.sh's failover demo reads the replication page's cluster.json
 #   - chromium (Debian's package): the headless browser of the replication page test
 #   - promtool (Debian's `prometheus` package: the alert rules' tests, docs/metrics.md)
 # Go itself is not installed here: the module needs Go 1.26 (see go.mod).
@@ -29,6 +30,13 @@ if ! command -v kcat >/dev/null 2>&1; then
 else
 	log "kcat present ($(command -v kcat))"
 fi
+for tool in curl jq; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		missing+=("$tool")
+	else
+		log "$tool present ($(command -v "$tool"))"
+	fi
+done
 
 if ! command -v chromium >/dev/null 2>&1; then
 	missing+=(chromium)
@@ -63,6 +71,8 @@ fi
 [[ -f "$ZK_JAR" ]] || { log "ZooKeeper jar $ZK_JAR still missing" >&2; exit 1; }
 command -v java >/dev/null 2>&1 || { log "java still missing" >&2; exit 1; }
 command -v kcat >/dev/null 2>&1 || { log "kcat still missing" >&2; exit 1; }
+command -v curl >/dev/null 2>&1 || { log "curl still missing" >&2; exit 1; }
+command -v jq >/dev/null 2>&1 || { log "jq still missing" >&2; exit 1; }
 command -v chromium >/dev/null 2>&1 || { log "chromium still missing" >&2; exit 1; }
 command -v promtool >/dev/null 2>&1 || { log "promtool still missing" >&2; exit 1; }
 if ! command -v go >/dev/null 2>&1; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the main module's unit tests and the integration tests (tests/integration)
 # that start a real ZooKeeper and real broker processes, then the client-compatibility tests of
-# the nested module tests/clients (sarama, kafka-go), and last, when a Docker engine works,
+# the nested module tests/clients (sarama, kafka-go), the nested module tests/kfakecmp, and last, when a Docker engine works,
 # scripts/compose-test.sh (docker-compose.yml end to end). Installs what it needs first
 # (scripts/install-deps.sh).
 #
@@ -49,6 +49,9 @@ run_tests .
 echo "test: [tests/clients] go mod tidy"
 (cd tests/clients && go mod tidy) || status=1
 run_tests tests/clients
+# tests/kfakecmp: the load side of scripts/kfake-compare.sh, a module of its own so that kfake
+# stays out of go.mod; go vet and its unit tests keep it building.
+run_tests tests/kfakecmp
 
 # docker-compose.yml end to end (scripts/compose-test.sh, both modes: single node and the
 # ZooKeeper ensemble): only in a full run (no extra arguments), only when a Docker engine

@@ -165,7 +165,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 	}
 	c := &Coordinator{
 		cfg:      cfg,
-		log:      cfg.Log.WithField("broker", cfg.BrokerID),
+		log:      cfg.Log.WithField("brokerId", cfg.BrokerID),
 		sessQ:    queue.New[zk.State](),
 		firstSes: make(chan struct{}),
 		done:     make(chan struct{}),
@@ -242,7 +242,7 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 		defer c.wg.Done()
 		c.IsrWriter.Run(c.done)
 	}()
-	c.log.WithField("clusterID", c.clusterID).Info("connected to ZooKeeper")
+	c.log.WithField("clusterId", c.clusterID).Info("connected to ZooKeeper")
 	return c, nil
 }
 
@@ -358,7 +358,7 @@ func (c *Coordinator) sessionLoop() {
 				continue // reconnected within the same session: watches were re-set by the client
 			}
 			last = sid
-			c.log.WithField("session", fmt.Sprintf("0x%x", sid)).Info("new ZooKeeper session established")
+			c.log.WithField("sessionId", fmt.Sprintf("0x%x", sid)).Info("new ZooKeeper session established")
 			c.Registrar.OnNewSession()
 			if ctl != nil {
 				ctl.Reelect()

@@ -128,6 +128,9 @@ type Config struct {
 	ControlledShutdownRetryBackoff     time.Duration `key:"controlled.shutdown.retry.backoff.ms"`
 
 	// isrbroker's own.
+	// LogFormat is isrbroker.log.format: "text" or "json" (docs/logging.md); the broker
+	// command's --log-format flag wins over it.
+	LogFormat     string `key:"isrbroker.log.format"`
 	MetricsListen string `key:"metrics.listen"` // HTTP address of /metrics, "" = disabled
 	// MetricsAdvertisedListen is metrics.advertised.listen: the host:port at which peers and
 	// browsers reach metrics.listen (the replication page, docs/replication-page.md); "" derives
@@ -138,6 +141,9 @@ type Config struct {
 	// source address; "" lets the kernel choose. The fault-injection harness gives each broker
 	// its own loopback address so iptables rules can cut one link between two brokers.
 	LocalAddress string `key:"isrbroker.local.address"`
+	// PprofEnable is isrbroker.pprof.enable: net/http/pprof at /debug/pprof/ on the metrics
+	// listener, with mutex and block sampling on (docs/performance.md, "Profiling a broker").
+	PprofEnable bool `key:"isrbroker.pprof.enable"`
 
 	// Props are the properties as given (file, then --override), Kafka's
 	// originalsFromThisConfig: DescribeConfigs reports them as STATIC_BROKER_CONFIG.
@@ -329,6 +335,9 @@ func (c *Config) Validate() error {
 		if err := checkHostPort(c.MetricsListen); err != nil {
 			return invalid("metrics.listen", c.MetricsListen, "%v", err)
 		}
+	}
+	if c.PprofEnable && c.MetricsListen == "" {
+		return invalid("isrbroker.pprof.enable", "true", "needs metrics.listen: the profiles are served on the metrics listener")
 	}
 	if c.MetricsAdvertisedListen != "" {
 		if err := checkHostPort(c.MetricsAdvertisedListen); err != nil {

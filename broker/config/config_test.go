@@ -171,6 +171,7 @@ func TestDefaults(t *testing.T) {
 		{"metrics.listen", c.MetricsListen, ""},
 		{"metrics.advertised.listen", c.MetricsAdvertisedListen, ""},
 		{"isrbroker.local.address", c.LocalAddress, ""},
+		{"isrbroker.log.format", c.LogFormat, "text"},
 		{"broker.rack", c.BrokerRack, ""},
 	}
 	for _, ch := range checks {
@@ -226,9 +227,11 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"controlled.shutdown.enable", "false",
 		"controlled.shutdown.max.retries", "0",
 		"controlled.shutdown.retry.backoff.ms", "10",
+		"isrbroker.log.format", "json",
 		"metrics.listen", "127.0.0.1:9101",
 		"metrics.advertised.listen", "broker1:9101",
 		"isrbroker.local.address", "127.0.0.11",
+		"isrbroker.pprof.enable", "true",
 		"offsets.topic.num.partitions", "10",
 		"offsets.topic.segment.bytes", "2000000",
 		"offsets.commit.required.acks", "1",
@@ -317,6 +320,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
 	want.MetricsAdvertisedListen = "broker1:9101"
+	want.LogFormat = "json"
+	want.PprofEnable = true
 	want.LocalAddress = "127.0.0.11"
 	want.OffsetsTopicNumPartitions = 10
 	want.OffsetsTopicSegmentBytes = 2000000
@@ -399,6 +404,8 @@ func TestErrors(t *testing.T) {
 			`invalid value "9223372036854775807" for "replica.lag.time.max.ms": too large`},
 		{"boolean", with("unclean.leader.election.enable", "yes"), ErrInvalidValue,
 			`invalid value "yes" for "unclean.leader.election.enable": not a boolean (true or false)`},
+		{"log format", with("isrbroker.log.format", "xml"), ErrInvalidValue,
+			`invalid value "xml" for "isrbroker.log.format": must be one of text, json`},
 
 		// Ranges.
 		{"broker.id -1", with("broker.id", "-1"), ErrInvalidValue,
@@ -724,8 +731,9 @@ func TestExampleServerProperties(t *testing.T) {
 		if c.MetricsListen != "127.0.0.1:910"+string(rune('0'+n)) {
 			t.Errorf("%s: metrics.listen %q", path, c.MetricsListen)
 		}
-		if c.NumPartitions != 3 || c.DefaultReplicationFactor != 1 || c.ZookeeperSessionTimeout != 6*time.Second ||
-			c.ReplicaLagTimeMax != 10*time.Second || c.MinInsyncReplicas != 1 || c.OffsetsTopicReplicationFactor != 1 ||
+		// scripts/cluster.sh's cluster replicates like production (README "Running a local cluster").
+		if c.NumPartitions != 3 || c.DefaultReplicationFactor != 3 || c.ZookeeperSessionTimeout != 6*time.Second ||
+			c.ReplicaLagTimeMax != 10*time.Second || c.MinInsyncReplicas != 1 || c.OffsetsTopicReplicationFactor != 3 ||
 			!reflect.DeepEqual(c.ZookeeperServers, []string{"127.0.0.1:2181"}) {
 			t.Errorf("%s: unexpected values %+v", path, c)
 		}
@@ -839,5 +847,14 @@ func TestUnusedAndUnsupportedKeys(t *testing.T) {
 		if !errors.Is(err, tc.kind) || err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// isrbroker.pprof.enable serves the profiles on the metrics listener, so it needs one.
+func TestPprofNeedsMetricsListen(t *testing.T) {
+	p := with("isrbroker.pprof.enable", "true")
+	_, _, err := Parse(p)
+	if err == nil || !strings.Contains(err.Error(), "isrbroker.pprof.enable") || !strings.Contains(err.Error(), "metrics.listen") {
+		t.Fatalf("Parse = %v, want an error naming isrbroker.pprof.enable and metrics.listen", err)
 	}
 }

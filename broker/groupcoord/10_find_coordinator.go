@@ -88,7 +88,7 @@ func (c *Coordinator) FindCoordinator(groupID, listener string, log logrus.Field
 	}
 	rf := c.cfg.OffsetsTopicReplicationFactor
 	if alive := c.meta.AliveBrokers(); alive < int(rf) {
-		log.WithFields(logrus.Fields{"aliveBrokers": alive, "replicationFactor": rf}).
+		log.WithFields(logrus.Fields{"liveBrokers": alive, "replicationFactor": rf}).
 			Error("number of alive brokers does not meet the required replication factor for the offsets topic " +
 				"(offsets.topic.replication.factor); this can be ignored while the cluster is starting up")
 		return Node{}, errCoordinatorNotAvailable

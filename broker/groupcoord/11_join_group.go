@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -86,7 +87,7 @@ func handleJoinGroup(c *Coordinator, r *Request, kreq kmsg.Request, respond func
 		resp.MemberID = res.memberID
 		resp.Members = res.members
 		if res.err != errNone {
-			r.Log.WithFields(logrus.Fields{"group": req.Group, "member": req.MemberID, "errorCode": res.err}).Debug("JoinGroup failed")
+			r.Log.WithFields(logrus.Fields{"group": req.Group, "member": req.MemberID, "error": kerr.ErrorForCode(res.err)}).Debug("JoinGroup failed")
 		}
 		respond(resp)
 	})

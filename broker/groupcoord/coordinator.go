@@ -212,7 +212,7 @@ type Coordinator struct {
 func New(cfg Config, replicas Replicas, meta Metadata, admin Admin) *Coordinator {
 	cfg.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	log := cfg.Log.WithField("component", "group-coordinator")
+	log := cfg.Log.WithField("component", "coordinator")
 	gm := newGroupMetadataManager(cfg, log, replicas, meta)
 	gm.metrics = newCoordMetrics(gm, cfg.Registry)
 	return &Coordinator{

@@ -2,6 +2,7 @@ package groupcoord
 
 import (
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
@@ -79,7 +80,7 @@ func (gm *groupMetadataManager) cleanupGroupMetadata(groups []*group, selector f
 		// by the next expiry pass.
 		gm.appendToOffsetsPartition(p, encodeBatch(millis(gm.clock.Now()), tombstones), 1, func(r rm.ProduceResult) {
 			if r.ErrorCode != errNone {
-				gm.log.WithFields(logrus.Fields{"group": id, "errorCode": r.ErrorCode}).Warn("failed to append tombstones")
+				gm.log.WithFields(logrus.Fields{"group": id, "error": kerr.ErrorForCode(r.ErrorCode)}).Warn("failed to append tombstones")
 			}
 		})
 	}

@@ -231,7 +231,7 @@ func (gm *groupMetadataManager) loadPartition(p int32, gen uint64, onGroupLoaded
 	for _, g := range installed {
 		g.inLock(func() { onGroupLoaded(g) })
 	}
-	log.WithFields(logrus.Fields{"groups": len(installed), "offsets": len(loaded.offsets), "ms": time.Since(start).Milliseconds()}).
+	log.WithFields(logrus.Fields{"groups": len(installed), "offsets": len(loaded.offsets), "duration": time.Since(start).Round(time.Millisecond).String()}).
 		Info("finished loading offsets and group metadata")
 }
 

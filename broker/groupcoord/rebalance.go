@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // rebalancer is the rebalance machinery of GroupCoordinator.scala (docs/groups.md §3-4): the
@@ -203,7 +204,7 @@ func (rb *rebalancer) onCompleteJoin(g *group) {
 		groupLog(rb.log, g).Info("group is now empty")
 		rb.groupManager.storeGroup(g, nil, func(code int16) {
 			if code != errNone {
-				groupLog(rb.log, g).WithField("errorCode", code).Warn("failed to write empty group metadata")
+				groupLog(rb.log, g).WithField("error", kerr.ErrorForCode(code)).Warn("failed to write empty group metadata")
 			}
 		})
 		return

@@ -113,7 +113,7 @@ func (gm *groupMetadataManager) storeOffsets(g *group, memberID string, offsets 
 					}
 				}
 				if code != errNone {
-					groupLog(gm.log, g).WithFields(logrus.Fields{"member": memberID, "appendError": r.ErrorCode}).Debug("offset commit failed when appending to the log")
+					groupLog(gm.log, g).WithFields(logrus.Fields{"member": memberID, "error": kerr.ErrorForCode(r.ErrorCode)}).Debug("offset commit failed when appending to the log")
 				}
 				cb(status(code))
 			})

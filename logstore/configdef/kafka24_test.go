@@ -217,6 +217,6 @@ var kafka24DynamicBrokerKeys = []string{
 // isrbrokerKeys are isrbroker's own broker keys; pluginKeys are read by Kafka's bundled ACL
 // authorizer rather than KafkaConfig.
 var (
-	isrbrokerKeys = []string{"metrics.listen", "metrics.advertised.listen", "isrbroker.local.address"}
+	isrbrokerKeys = []string{"metrics.listen", "metrics.advertised.listen", "isrbroker.local.address", "isrbroker.log.format", "isrbroker.pprof.enable"}
 	pluginKeys    = []string{"super.users", "allow.everyone.if.no.acl.found"}
 )

@@ -106,7 +106,7 @@ func controlledShutdownOnce(ctx context.Context, zk ControllerLocator, s Shutdow
 		return nil, fmt.Errorf("controller %d has no registered %s endpoint", id, s.Listener)
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	log = log.WithFields(logrus.Fields{"controller": id, "addr": addr})
+	log = log.WithFields(logrus.Fields{"controllerId": id, "addr": addr})
 	log.Info("sending ControlledShutdown to the controller")
 	dctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()

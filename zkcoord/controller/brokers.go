@@ -134,6 +134,23 @@ func (ct *Controller) onBrokerFailure(deadIDs []int32, b *requestBatch) error {
 			}
 		}
 	}
+	// Fresh states of the partitions with a replica on a dead broker (pipelined reads): a
+	// leader may have re-added a replica to its ISR since the cached state, e.g. a broker in
+	// controlled shutdown that followed the new leader until it exited (K7); deciding on the
+	// cache would leave the dead broker in that ISR.
+	var touched []TopicPartition
+	seen := map[TopicPartition]bool{}
+	for _, pr := range offline {
+		if !seen[pr.tp] {
+			seen[pr.tp] = true
+			if _, ok := ct.ctx.states[pr.tp]; ok {
+				touched = append(touched, pr.tp)
+			}
+		}
+	}
+	if err := ct.zk.loadStates(touched); err != nil {
+		return err
+	}
 	var affected []TopicPartition
 	for _, tp := range ct.ctx.sortedStates() {
 		if ct.deletion.isQueued(tp.Topic) {

@@ -100,11 +100,25 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 	case *kmsg.LeaderAndISRResponse:
 		code = r.ErrorCode
 		epoch = req.(*kmsg.LeaderAndISRRequest).ControllerEpoch
+		// One warning per error code and response, with a count and an example, not one per
+		// partition: a new controller's LeaderAndIsr to a broker that has every partition
+		// already at that leader epoch is answered STALE_CONTROLLER_EPOCH for each of them.
+		counts := map[int16]int{}
+		var codes []int16
+		first := map[int16]kmsg.LeaderAndISRResponseTopicPartition{}
 		for _, p := range r.Partitions {
 			if p.ErrorCode != 0 {
-				l.WithField("topic", p.Topic).WithField("partition", p.Partition).
-					WithField("error", kerr.ErrorForCode(p.ErrorCode)).Warn("LeaderAndIsr partition error")
+				if counts[p.ErrorCode] == 0 {
+					codes = append(codes, p.ErrorCode)
+					first[p.ErrorCode] = p
+				}
+				counts[p.ErrorCode]++
 			}
+		}
+		for _, c := range codes {
+			l.WithField("error", kerr.ErrorForCode(c)).WithField("partitions", counts[c]).
+				WithField("topic", first[c].Topic).WithField("partition", first[c].Partition).
+				Warn("LeaderAndIsr partition errors (topic and partition: the first)")
 		}
 	case *kmsg.UpdateMetadataResponse:
 		code = r.ErrorCode
@@ -116,7 +130,8 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 	if code == 0 {
 		return
 	}
-	l.WithField("apiKey", req.Key()).WithField("error", kerr.ErrorForCode(code)).Warn("broker rejected controller request")
+	responseWarnings.Warn(l.WithField("apiKey", kmsg.NameForKey(req.Key())).WithField("error", kerr.ErrorForCode(code)),
+		fmt.Sprint(brokerID, "/", req.Key(), "/", code), "broker rejected controller request")
 	if code == kerr.StaleControllerEpoch.Code {
 		m.ct.enqueue(event{kind: evStaleEpoch, epoch: epoch})
 	}
@@ -189,7 +204,7 @@ func (s *brokerSender) run() {
 				default:
 				}
 				if attempt%50 == 0 {
-					s.log.WithError(err).WithField("apiKey", req.Key()).Warn("controller request to broker failed; retrying")
+					s.log.WithError(err).WithField("apiKey", kmsg.NameForKey(req.Key())).Warn("controller request to broker failed; retrying")
 				}
 				if !s.backoff() {
 					return

@@ -80,7 +80,7 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 		cfg.Registry = metrics.DefaultRegistry
 	}
 	if cfg.Log == nil {
-		cfg.Log = logrus.StandardLogger().WithField("broker", cfg.BrokerID)
+		cfg.Log = logrus.StandardLogger().WithField("brokerId", cfg.BrokerID)
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = dialWire
@@ -130,6 +130,12 @@ func (ct *Controller) Close() {
 
 // IsActive reports whether this broker is the active controller.
 func (ct *Controller) IsActive() bool { return ct.active.Load() }
+
+// stateChangeLog is the logger of the partition and replica state machines' transitions and
+// elections: component=state-change, Kafka's state-change.log (docs/logging.md).
+func (ct *Controller) stateChangeLog() *logrus.Entry {
+	return ct.log.WithField("component", "state-change")
+}
 
 // Reelect queues an election (a new ZooKeeper session: Kafka's RegisterBrokerAndReelect).
 func (ct *Controller) Reelect() { ct.enqueue(event{kind: evElect}) }

@@ -74,7 +74,7 @@ func (ct *Controller) elect() {
 			id := ct.zk.controllerID()
 			e, v, _ := ct.zk.readOrCreateControllerEpoch()
 			if id != me || e != newEpoch {
-				ct.log.WithField("controller", id).Info("another broker won the controller election")
+				ct.log.WithField("controllerId", id).Info("another broker won the controller election")
 				continue // re-arms the watch and records the winner
 			}
 			newVer = v
@@ -125,6 +125,7 @@ func (ct *Controller) onControllerFailover() error {
 		return err
 	}
 	ct.ctx.live = brokers
+	var tps []TopicPartition
 	for _, t := range topics {
 		a, err := ct.zk.watchTopic(t)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -136,10 +137,12 @@ func (ct *Controller) onControllerFailover() error {
 		}
 		ct.ctx.assignments[t] = a
 		for p := range a {
-			if err := ct.zk.loadState(TopicPartition{Topic: t, Partition: p}); err != nil {
-				return err
-			}
+			tps = append(tps, TopicPartition{Topic: t, Partition: p})
 		}
+	}
+	// Every partition state in pipelined reads (Kafka 1.1+: getTopicPartitionStatesRaw).
+	if err := ct.zk.loadStates(tps); err != nil {
+		return err
 	}
 	if ct.cfg.DeleteTopicEnable {
 		ct.deletion.init(queued) // resumed by deletion.process below

@@ -3,8 +3,10 @@ package controller
 import (
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
@@ -97,7 +99,7 @@ func (m *partitionStateMachine) transition(tp TopicPartition, target PartitionSt
 
 func (m *partitionStateMachine) logInvalid(tp TopicPartition, from, to PartitionState) {
 	m.invalid++
-	m.ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("from", from).
+	m.ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("from", from).
 		WithField("to", to).Error("invalid partition state transition; skipped")
 }
 
@@ -142,10 +144,19 @@ func (m *partitionStateMachine) triggerOnlineStateChange(b *requestBatch) error 
 // initializeLeaderAndIsr is NewPartition → OnlinePartition: leader = first live replica in
 // assignment order that is not shutting down, ISR = those replicas, leader epoch 0; the state
 // znode is created in a fenced multi and the live replicas get LeaderAndIsr with isNew=true.
-// Without such a replica the partition stays New.
+// Without such a replica the partition stays New. As in Kafka 1.1+ (createTopicPartitions,
+// then createTopicPartitionStatesRaw), the znodes are written in batches: the topics'
+// partitions parents first, then one atomic group per partition (its znode when missing and
+// its state) in fenced multis of a few hundred ops (fencedBatch).
 func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *requestBatch) error {
 	ct := m.ct
-	parentOK := map[string]bool{}
+	type pending struct {
+		tp   TopicPartition
+		st   leaderIsr
+		live []int32
+	}
+	var todo []pending
+	offline := 0
 	for _, tp := range tps {
 		if m.states[tp] != NewPartition {
 			m.logInvalid(tp, m.states[tp], OnlinePartition) // initialization starts from New only
@@ -155,56 +166,104 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 		// Brokers in controlled shutdown (K7) are neither leader nor in the first ISR.
 		eligible := slices.DeleteFunc(slices.Clone(live), func(r int32) bool { return ct.ctx.shuttingDown[r] })
 		if len(eligible) == 0 {
-			ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
-				WithField("replicas", ct.ctx.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
+			if offline == 0 {
+				ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).
+					WithField("replicas", ct.ctx.replicas(tp)).Warn("no replica of the new partition is alive; it stays offline")
+			}
+			offline++
 			continue
 		}
-		st := leaderIsr{leader: eligible[0], leaderEpoch: zkdata.InitialLeaderEpoch, isr: eligible, controllerEpoch: ct.ctx.epoch}
-		var ops []any
-		if !parentOK[tp.Topic] {
-			ok, _, err := ct.conn.Exists(zkdata.TopicPartitionsPath(tp.Topic))
-			if err != nil {
-				return err
-			}
-			if !ok {
-				ops = append(ops, &zk.CreateRequest{Path: zkdata.TopicPartitionsPath(tp.Topic), Acl: zk.WorldACL(zk.PermAll)})
-			}
+		todo = append(todo, pending{tp: tp, live: live,
+			st: leaderIsr{leader: eligible[0], leaderEpoch: zkdata.InitialLeaderEpoch, isr: eligible, controllerEpoch: ct.ctx.epoch}})
+	}
+	if offline > 1 {
+		ct.stateChangeLog().WithField("count", offline).Warn("new partitions without a live replica stay offline")
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// Which partition znodes exist already: one children read per topic.
+	existing := map[string]map[string]bool{}
+	for _, p := range todo {
+		if _, ok := existing[p.tp.Topic]; ok {
+			continue
 		}
-		ok, _, err := ct.conn.Exists(zkdata.TopicPartitionPath(tp.Topic, tp.Partition))
+		children, err := ct.conn.Children(zkdata.TopicPartitionsPath(p.tp.Topic))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		set := map[string]bool{}
+		for _, c := range children {
+			set[c] = true
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			set = nil // no partitions parent yet
+		}
+		existing[p.tp.Topic] = set
+	}
+	var parents [][]any
+	for _, t := range sorted.Keys(existing) {
+		if existing[t] == nil {
+			parents = append(parents, []any{&zk.CreateRequest{Path: zkdata.TopicPartitionsPath(t), Acl: zk.WorldACL(zk.PermAll)}})
+		}
+	}
+	if len(parents) > 0 {
+		res, err := ct.zk.fencedBatch(parents)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			ops = append(ops, &zk.CreateRequest{Path: zkdata.TopicPartitionPath(tp.Topic, tp.Partition), Acl: zk.WorldACL(zk.PermAll)})
-		}
-		ops = append(ops, &zk.CreateRequest{Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition),
-			Data: zkdata.EncodeState(st.leader, st.leaderEpoch, st.isr, st.controllerEpoch), Acl: zk.WorldACL(zk.PermAll)})
-		_, err = ct.zk.fencedMulti(ops...)
-		if errors.Is(err, ErrControllerMoved) {
-			return err
-		}
-		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
-			// Written by an earlier controller (or the topic is going away): use ZK's state.
-			if err := ct.zk.loadState(tp); err != nil {
-				return err
+		for _, r := range res {
+			if r.err != nil && !errors.Is(r.err, zk.ErrNodeExists) && !errors.Is(r.err, zk.ErrNoNode) {
+				return r.err
 			}
+		}
+	}
+	groups := make([][]any, len(todo))
+	for i, p := range todo {
+		tp := p.tp
+		if !existing[tp.Topic][strconv.Itoa(int(tp.Partition))] {
+			groups[i] = append(groups[i], &zk.CreateRequest{Path: zkdata.TopicPartitionPath(tp.Topic, tp.Partition), Acl: zk.WorldACL(zk.PermAll)})
+		}
+		groups[i] = append(groups[i], &zk.CreateRequest{Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition),
+			Data: zkdata.EncodeState(p.st.leader, p.st.leaderEpoch, p.st.isr, p.st.controllerEpoch), Acl: zk.WorldACL(zk.PermAll)})
+	}
+	res, err := ct.zk.fencedBatch(groups)
+	if err != nil {
+		return err
+	}
+	// Written by an earlier controller (or the topic is going away): use ZooKeeper's state.
+	var reload []TopicPartition
+	for i, r := range res {
+		if r.err != nil {
+			if !errors.Is(r.err, zk.ErrNodeExists) && !errors.Is(r.err, zk.ErrNoNode) {
+				return r.err
+			}
+			reload = append(reload, todo[i].tp)
+		}
+	}
+	if err := ct.zk.loadStates(reload); err != nil {
+		return err
+	}
+	created := 0
+	for i, p := range todo {
+		tp := p.tp
+		if res[i].err != nil {
 			if _, ok := ct.ctx.states[tp]; ok {
 				m.settle(tp)
-				b.addLeaderAndIsr(live, tp, false)
+				b.addLeaderAndIsr(p.live, tp, false)
 			}
 			continue
 		}
-		if err != nil {
-			return err
-		}
-		parentOK[tp.Topic] = true
+		st := p.st
 		st.zkVersion = 0
 		ct.ctx.states[tp] = &st
 		m.transition(tp, OnlinePartition)
-		ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
-			WithField("isr", st.isr).WithField("leaderEpoch", st.leaderEpoch).Info("new partition online")
-		b.addLeaderAndIsr(live, tp, true)
+		ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", st.leader).
+			WithField("isr", st.isr).WithField("leaderEpoch", st.leaderEpoch).Debug("new partition online")
+		b.addLeaderAndIsr(p.live, tp, true)
+		created++
 	}
+	ct.stateChangeLog().WithField("count", created).WithField("existing", len(reload)).Info("new partitions online")
 	return nil
 }
 
@@ -215,72 +274,118 @@ func (m *partitionStateMachine) offlineStrategy(tp TopicPartition, cur leaderIsr
 }
 
 // elect is OnlinePartition/OfflinePartition → OnlinePartition with an election strategy
-// (electLeaderForPartitions): the strategy's result is written with a fenced compare-and-set
-// on the cached zkVersion; on BADVERSION (the leader changed its ISR meanwhile) the state is
-// re-read and recomputed (Kafka's partitionsToRetry loop). A changed state sends LeaderAndIsr
-// to recipients(tp) and UpdateMetadata to every live broker. The partition then settles in
-// Online (live leader) or Offline.
+// (electLeaderForPartitions): the strategy's results are written with fenced compare-and-sets
+// on the cached zkVersions, batched in multis (fencedBatch, as Kafka 1.1+ writes them
+// asynchronously); the partitions whose write fails with BADVERSION (the leader changed its
+// ISR meanwhile) are re-read and recomputed (Kafka's partitionsToRetry loop). A changed state
+// sends LeaderAndIsr to recipients(tp) and UpdateMetadata to every live broker. The
+// partitions then settle in Online (live leader) or Offline.
 func (m *partitionStateMachine) elect(tps []TopicPartition, b *requestBatch, strategy electionFunc, recipients func(TopicPartition) []int32) error {
 	ct := m.ct
+	var todo []TopicPartition
 	for _, tp := range tps {
 		if !validPartitionTransition(m.states[tp], OnlinePartition) {
 			m.logInvalid(tp, m.states[tp], OnlinePartition)
 			continue
 		}
-		for attempt := 0; attempt < 20; attempt++ {
+		todo = append(todo, tp)
+	}
+	counts := map[string]int{}
+	for attempt := 0; attempt < 20 && len(todo) > 0; attempt++ {
+		type write struct {
+			tp      TopicPartition
+			cur     leaderIsr
+			next    leaderIsr
+			unclean bool
+		}
+		var writes []write
+		for _, tp := range todo {
 			cur := ct.ctx.states[tp]
 			if cur == nil {
-				break
+				continue
 			}
 			if cur.controllerEpoch > ct.ctx.epoch {
-				ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).
+				ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).
 					WithField("stateControllerEpoch", cur.controllerEpoch).Warn("partition state written by a newer controller; aborting")
 				return ErrControllerMoved
 			}
 			next, changed, unclean := strategy(tp, *cur)
 			if !changed {
-				break
+				continue
 			}
 			next.controllerEpoch = ct.ctx.epoch
-			res, err := ct.zk.fencedMulti(&zk.SetDataRequest{Path: zkdata.PartitionStatePath(tp.Topic, tp.Partition),
-				Data: zkdata.EncodeState(next.leader, next.leaderEpoch, next.isr, next.controllerEpoch), Version: cur.zkVersion})
-			if errors.Is(err, zk.ErrBadVersion) {
-				if err := ct.zk.loadState(tp); err != nil {
-					return err
-				}
+			writes = append(writes, write{tp: tp, cur: *cur, next: next, unclean: unclean})
+		}
+		groups := make([][]any, len(writes))
+		for i, w := range writes {
+			groups[i] = []any{&zk.SetDataRequest{Path: zkdata.PartitionStatePath(w.tp.Topic, w.tp.Partition),
+				Data: zkdata.EncodeState(w.next.leader, w.next.leaderEpoch, w.next.isr, w.next.controllerEpoch), Version: w.cur.zkVersion}}
+		}
+		res, err := ct.zk.fencedBatch(groups)
+		if err != nil {
+			return err
+		}
+		var badVersion []TopicPartition
+		for i, r := range res {
+			if errors.Is(r.err, zk.ErrBadVersion) {
+				badVersion = append(badVersion, writes[i].tp)
+			}
+		}
+		if err := ct.zk.loadStates(badVersion); err != nil {
+			return err
+		}
+		todo = todo[:0]
+		for i, w := range writes {
+			tp, next := w.tp, w.next
+			r := res[i]
+			if errors.Is(r.err, zk.ErrBadVersion) {
 				if s := ct.ctx.states[tp]; s != nil && s.sameData(next) {
-					err = nil // our earlier, retried write
-					res = []zk.MultiResponse{{Stat: &zk.Stat{Version: s.zkVersion}}}
+					r = batchResult{res: []zk.MultiResponse{{Stat: &zk.Stat{Version: s.zkVersion}}}} // our earlier, retried write
 				} else {
+					todo = append(todo, tp) // recomputed from the state just read
 					continue
 				}
 			}
-			if errors.Is(err, zk.ErrNoNode) {
+			if errors.Is(r.err, zk.ErrNoNode) {
 				delete(ct.ctx.states, tp)
-				break
+				continue
 			}
-			if err != nil {
-				return err
+			if r.err != nil {
+				return r.err
 			}
-			if len(res) > 0 && res[0].Stat != nil {
-				next.zkVersion = res[0].Stat.Version
+			if len(r.res) > 0 && r.res[0].Stat != nil {
+				next.zkVersion = r.res[0].Stat.Version
 			}
 			ct.ctx.states[tp] = &next
-			l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", next.leader).
+			l := ct.stateChangeLog().WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("leader", next.leader).
 				WithField("isr", next.isr).WithField("leaderEpoch", next.leaderEpoch)
-			if unclean {
+			switch {
+			case w.unclean:
 				ct.mUnclean.Mark(1)
-				l.WithField("previousLeader", cur.leader).WithField("previousIsr", cur.isr).
+				l.WithField("previousLeader", w.cur.leader).WithField("previousIsr", w.cur.isr).
 					Warn("unclean leader election: a replica outside the ISR became leader; data loss is possible")
-			} else if next.leader == noLeader {
-				l.Warn("partition offline: no live in-sync replica")
-			} else {
-				l.Info("partition state changed")
+			case next.leader == noLeader:
+				if counts["offline"] == 0 {
+					l.Warn("partition offline: no live in-sync replica")
+				}
+				counts["offline"]++
+			default:
+				l.Debug("partition state changed")
+				counts["changed"]++
 			}
 			b.addLeaderAndIsr(recipients(tp), tp, false)
-			break
 		}
-		m.settle(tp)
+	}
+	if counts["offline"] > 1 {
+		ct.log.WithField("count", counts["offline"]).Warn("partitions offline: no live in-sync replica")
+	}
+	if counts["changed"] > 0 {
+		ct.log.WithField("count", counts["changed"]).Info("partition states changed")
+	}
+	for _, tp := range tps {
+		if validPartitionTransition(m.states[tp], OnlinePartition) {
+			m.settle(tp)
+		}
 	}
 	return nil
 }

@@ -288,7 +288,7 @@ func (p *preferredElector) processAutoRebalance(epoch int32) error {
 			}
 		}
 		ratio := float64(len(notLed)) / float64(len(all))
-		l := ct.log.WithField("broker", id).WithField("imbalanceRatio", ratio).WithField("notLed", len(notLed)).WithField("preferredFor", len(all))
+		l := ct.log.WithField("preferredLeader", id).WithField("imbalanceRatio", ratio).WithField("notLed", len(notLed)).WithField("preferredFor", len(all))
 		if ratio <= threshold {
 			if len(notLed) > 0 {
 				l.Debug("leader imbalance within leader.imbalance.per.broker.percentage")

@@ -121,7 +121,7 @@ func (m *replicaStateMachine) transitionOnly(replicas []partitionReplica, target
 		cur := m.states[pr]
 		if !validReplicaTransition(cur, target) {
 			m.invalid++
-			m.ct.log.WithField("topic", pr.tp.Topic).WithField("partition", pr.tp.Partition).WithField("replica", pr.replica).
+			m.ct.stateChangeLog().WithField("topic", pr.tp.Topic).WithField("partition", pr.tp.Partition).WithField("replica", pr.replica).
 				WithField("from", cur).WithField("to", target).Error("invalid replica state transition; skipped")
 			continue
 		}
@@ -163,6 +163,13 @@ func (m *replicaStateMachine) handleStateChanges(replicas []partitionReplica, ta
 		}
 		others := func(tp TopicPartition) []int32 {
 			return slices.DeleteFunc(ct.ctx.liveReplicas(tp), func(r int32) bool { return slices.Contains(byPartition[tp], r) })
+		}
+		// The states are read afresh, as Kafka's doRemoveReplicasFromIsr does: a leader may
+		// have put the replica back into its ISR since the cached state (its ISR change
+		// notification not yet processed), and a removal decided on the cache would then
+		// write nothing and leave the stopped replica in the ISR.
+		if err := ct.zk.loadStates(tps); err != nil {
+			return err
 		}
 		var withState []TopicPartition
 		for _, tp := range tps {

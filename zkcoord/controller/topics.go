@@ -41,12 +41,15 @@ func (ct *Controller) processTopicChange() error {
 			continue
 		}
 		ct.ctx.assignments[t] = a
-		ct.log.WithField("topic", t).WithField("assignment", a).Info("new topic")
+		ct.log.WithField("topic", t).WithField("partitions", len(a)).Info("new topic")
+		tps := make([]TopicPartition, 0, len(a))
 		for _, p := range sorted.Keys(a) {
-			tp := TopicPartition{Topic: t, Partition: p}
-			if err := ct.zk.loadState(tp); err != nil {
-				return err
-			}
+			tps = append(tps, TopicPartition{Topic: t, Partition: p})
+		}
+		if err := ct.zk.loadStates(tps); err != nil {
+			return err
+		}
+		for _, tp := range tps {
 			if _, ok := ct.ctx.states[tp]; !ok {
 				fresh = append(fresh, tp)
 			} else {
@@ -169,10 +172,8 @@ func (ct *Controller) processIsrChange() error {
 			}
 		}
 	}
-	for _, tp := range tps {
-		if err := ct.zk.loadState(tp); err != nil {
-			return err
-		}
+	if err := ct.zk.loadStates(tps); err != nil {
+		return err
 	}
 	if len(tps) > 0 {
 		b := ct.newBatch()

@@ -316,3 +316,155 @@ func (z *controllerZk) uncleanAllowed(topic string) bool {
 	}
 	return z.dynamicUncleanDefault()
 }
+
+// Pipelining and batching of the controller's ZooKeeper traffic (Kafka 1.1's controller
+// improvements, KAFKA-5642: asynchronous, batched ZooKeeper requests; docs/performance.md,
+// "Controller at scale"). The ZooKeeper client sends concurrent requests on its one session
+// without waiting for each answer, so the reads below keep many requests in flight and the
+// writes go as a few large multis instead of one round trip per partition.
+const (
+	// maxBatchOps is the number of ops of one fenced multi (the epoch check excluded): large
+	// enough to amortise the round trip, small enough to stay far below ZooKeeper's 1 MB
+	// request limit (jute.maxbuffer) with partition-state JSON.
+	maxBatchOps = 300
+	// pipelineDepth is the number of ZooKeeper requests kept in flight by the reads and
+	// batched writes.
+	pipelineDepth = 32
+)
+
+// parallel runs f(0..n-1) on at most pipelineDepth goroutines and waits for all.
+func parallel(n int, f func(i int)) {
+	if n == 0 {
+		return
+	}
+	workers := min(n, pipelineDepth)
+	next := make(chan int)
+	done := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		<-done
+	}
+}
+
+// loadStates reads the state znodes of tps with pipelined Gets and then updates the cache as
+// loadState does (absent: a new partition). The first read error is returned and nothing is
+// cached then.
+func (z *controllerZk) loadStates(tps []TopicPartition) error {
+	type read struct {
+		data []byte
+		st   *zk.Stat
+		err  error
+	}
+	reads := make([]read, len(tps))
+	parallel(len(tps), func(i int) {
+		r := &reads[i]
+		r.data, r.st, r.err = z.ct.conn.Get(zkdata.PartitionStatePath(tps[i].Topic, tps[i].Partition))
+	})
+	for _, r := range reads {
+		if r.err != nil && !errors.Is(r.err, zk.ErrNoNode) {
+			return r.err
+		}
+	}
+	undecodable := 0
+	for i, tp := range tps {
+		r := reads[i]
+		if r.err != nil {
+			delete(z.ct.ctx.states, tp)
+			continue
+		}
+		ps, err := zkdata.DecodeState(r.data)
+		if err != nil {
+			if undecodable == 0 {
+				z.ct.log.WithError(err).WithField("topic", tp.Topic).WithField("partition", tp.Partition).Error("undecodable partition state")
+			}
+			undecodable++
+			delete(z.ct.ctx.states, tp)
+			continue
+		}
+		z.ct.ctx.states[tp] = &leaderIsr{leader: ps.Leader, leaderEpoch: ps.LeaderEpoch, isr: ps.ISR, controllerEpoch: ps.ControllerEpoch, zkVersion: r.st.Version}
+	}
+	if undecodable > 1 {
+		z.ct.log.WithField("count", undecodable).Error("undecodable partition states ignored")
+	}
+	return nil
+}
+
+// batchResult is the outcome of one group of a fencedBatch: the responses of its ops, or the
+// error of its first failing op.
+type batchResult struct {
+	res []zk.MultiResponse
+	err error
+}
+
+// fencedBatch writes groups of ops, each group atomically, as fenced multis of about
+// maxBatchOps ops (every multi starts with the /controller_epoch check, K3/KAFKA-6082),
+// several in flight at once. Groups must be independent of each other: a multi that fails is
+// retried in halves until the failing group is alone, so one bad group (BADVERSION, NONODE,
+// NODEEXISTS) costs a few round trips and the others are still written. It returns each
+// group's result, or ErrControllerMoved as soon as a fencing check fails (the remaining
+// groups are then not all written).
+func (z *controllerZk) fencedBatch(groups [][]any) ([]batchResult, error) {
+	out := make([]batchResult, len(groups))
+	// Chunks of whole groups.
+	var chunks [][2]int
+	for i := 0; i < len(groups); {
+		j, ops := i, 0
+		for j < len(groups) && (j == i || ops+len(groups[j]) <= maxBatchOps) {
+			ops += len(groups[j])
+			j++
+		}
+		chunks = append(chunks, [2]int{i, j})
+		i = j
+	}
+	errs := make([]error, len(chunks))
+	parallel(len(chunks), func(k int) {
+		errs[k] = z.writeGroups(groups, out, chunks[k][0], chunks[k][1])
+	})
+	for _, err := range errs {
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// writeGroups writes groups[lo:hi] in one fenced multi; when it fails for a reason other
+// than fencing, each half is written on its own, down to single groups whose error is kept.
+func (z *controllerZk) writeGroups(groups [][]any, out []batchResult, lo, hi int) error {
+	var ops []any
+	for _, g := range groups[lo:hi] {
+		ops = append(ops, g...)
+	}
+	res, err := z.fencedMulti(ops...)
+	if errors.Is(err, ErrControllerMoved) || (err != nil && len(res) == 0) {
+		return err // fenced, or no per-op answer (the session failed): nothing to split
+	}
+	if err == nil {
+		for i := lo; i < hi; i++ {
+			n := len(groups[i])
+			out[i] = batchResult{res: res[:n]}
+			res = res[n:]
+		}
+		return nil
+	}
+	if hi-lo == 1 {
+		out[lo] = batchResult{err: err}
+		return nil
+	}
+	mid := lo + (hi-lo)/2
+	if err := z.writeGroups(groups, out, lo, mid); err != nil {
+		return err
+	}
+	return z.writeGroups(groups, out, mid, hi)
+}

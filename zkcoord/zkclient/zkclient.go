@@ -263,5 +263,5 @@ func (c *Client) Close() {
 type Logger struct{ L logrus.FieldLogger }
 
 func (z Logger) Printf(format string, a ...interface{}) {
-	z.L.WithField("component", "zk").Debugf(format, a...)
+	z.L.WithField("component", "zookeeper").Debugf(format, a...)
 }

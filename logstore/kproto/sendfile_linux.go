@@ -1,0 +1,72 @@
+package kproto
+
+import (
+	"errors"
+	"io"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// WriteFileRegion writes r to w. When w is a socket (a syscall.Conn such as *net.TCPConn) it
+// uses sendfile(2) with an explicit offset, so the file's own position is untouched and many
+// connections can send from one segment file at once; Go's own sendfile path (TCPConn.ReadFrom)
+// takes only an *os.File at its current position, not a section of it. The socket's write
+// deadline and the runtime poller apply (the write waits for the socket to drain). Other
+// writers, and kernels that refuse sendfile for the pair, get the copying path.
+func WriteFileRegion(w io.Writer, r FileRegion) error {
+	if r.Len == 0 {
+		return nil
+	}
+	sc, ok := w.(syscall.Conn)
+	if !ok {
+		return copyRegion(w, r)
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return copyRegion(w, r)
+	}
+	fraw, err := r.File.SyscallConn()
+	if err != nil {
+		return err
+	}
+	off, remain := r.Pos, r.Len
+	var opErr error
+	unsupported := false
+	// Control keeps the file descriptor open (a concurrent Close waits) while it is used.
+	cerr := fraw.Control(func(ffd uintptr) {
+		werr := raw.Write(func(sfd uintptr) bool {
+			for remain > 0 {
+				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(remain, 1<<30)))
+				if n > 0 {
+					remain -= int64(n)
+				}
+				switch {
+				case err == nil && n == 0:
+					opErr = ErrShortFile // the file ends before the region does
+					return true
+				case err == nil || errors.Is(err, unix.EINTR):
+				case errors.Is(err, unix.EAGAIN):
+					return false // socket buffer full: wait until writable
+				case remain == r.Len && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)):
+					unsupported = true
+					return true
+				default:
+					opErr = err
+					return true
+				}
+			}
+			return true
+		})
+		if opErr == nil {
+			opErr = werr
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	if unsupported {
+		return copyRegion(w, r)
+	}
+	return opErr
+}

@@ -1,0 +1,123 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
+)
+
+// ReadRegions is Read without reading the records: the same whole batches, as regions of the
+// segment files (kproto.FileRecords), for a fetch response that sends them with sendfile
+// (Kafka's FileRecords.slice; docs/performance.md, "Zero-copy reads"). Only batch headers are
+// read. The regions stay valid while the segments' files are open: a region whose segment is
+// deleted, truncated or closed before it is sent fails to send (kproto.ErrShortFile, or a
+// closed file).
+func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return kproto.FileRecords{}, ErrClosed
+	}
+	if startOffset < l.logStart || startOffset > l.leo {
+		return kproto.FileRecords{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
+	}
+	if startOffset == l.leo || startOffset >= maxOffset {
+		return kproto.FileRecords{}, nil
+	}
+	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, minOneBatch)
+}
+
+// batchEndHeader is the part of a batch header that delimits it: base offset, length and
+// last offset delta.
+const batchEndHeader = offLastOffsetDelta + 4
+
+// readRegions is segmentList.read's walk over the same batches, reading only their headers;
+// the bytes of its regions are exactly what read returns (TestReadRegionsMatchesRead).
+func (sl segmentList) readRegions(startOffset, budget, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
+	var out kproto.FileRecords
+	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	var hdr [batchEndHeader]byte
+	header := func(s *segment, pos int64) (base int64, size int64, last int64, err error) {
+		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+			return 0, 0, 0, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
+		}
+		base = int64(binary.BigEndian.Uint64(hdr[offBaseOffset:]))
+		length := int64(int32(binary.BigEndian.Uint32(hdr[offLength:])))
+		last = base + int64(int32(binary.BigEndian.Uint32(hdr[offLastOffsetDelta:])))
+		return base, length + batchLengthShift, last, nil
+	}
+	for ; i < len(sl); i++ {
+		s := sl[i]
+		pos := int64(0)
+		if s.base <= startOffset {
+			pos = s.lookup(startOffset)
+		}
+		// skip batches ending before startOffset
+		var firstSize, firstLast int64
+		found := false
+		for pos < s.size {
+			if pos+batchHeaderSize > s.size {
+				return out, fmt.Errorf("%w: truncated header at %d in %s", ErrCorruptMessage, pos, s.logPath())
+			}
+			_, size, last, err := header(s, pos)
+			if err != nil {
+				return out, err
+			}
+			if size-batchLengthShift < minBatchLength || pos+size > s.size {
+				return out, fmt.Errorf("%w: bad batch length %d at %d in %s", ErrCorruptMessage, size-batchLengthShift, pos, s.logPath())
+			}
+			if last >= startOffset {
+				firstSize, firstLast, found = size, last, true
+				break
+			}
+			pos += size
+		}
+		if !found {
+			continue
+		}
+		if firstLast >= maxOffset {
+			break
+		}
+		limit := budget
+		if len(out.Regions) == 0 && minOneBatch && firstSize > limit {
+			limit = firstSize
+		}
+		if avail := s.size - pos; limit > avail {
+			limit = avail
+		}
+		if limit < firstSize {
+			break
+		}
+		p := firstSize // the first batch fits and ends below maxOffset
+		stop := false
+		for p+batchHeaderSize <= limit {
+			_, size, last, err := header(s, pos+p)
+			if err != nil {
+				return out, err
+			}
+			if size < batchHeaderSize {
+				return out, fmt.Errorf("%w: bad batch length at %d in %s", ErrCorruptMessage, pos+p, s.logPath())
+			}
+			if last >= maxOffset || p+size > limit {
+				stop = true
+				break
+			}
+			p += size
+		}
+		if p < limit {
+			stop = true
+		}
+		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p})
+		out.Len += p
+		budget -= p
+		if stop || budget <= 0 {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,480 @@
+// Command kfakecmp is the load side of scripts/kfake-compare.sh: the same franz-go client
+// measures isrbroker (a running cluster named by --bootstrap) and franz-go's in-memory kfake
+// cluster (started in this process), and prints the side-by-side table of issue 13
+// (docs/performance.md, "Side by side with kfake").
+//
+// It is a nested module so that kfake stays out of the main module's go.mod.
+//
+//	kfakecmp run --target isrbroker --bootstrap H:P,H:P,H:P --round 1 [flags]  one round, one JSON line on stdout
+//	kfakecmp run --target kfake --round 1 [flags]
+//	kfakecmp table FILE                                                          the table of the JSON lines in FILE
+//	kfakecmp freeports N                                                         N free loopback TCP ports
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	recordSize = 1024 // 1 KiB values, no key
+	partitions = 3
+	mib        = 1 << 20
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCmd(os.Args[2:])
+	case "table":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		err = tableCmd(os.Args[2], os.Stdout)
+	case "freeports":
+		err = freePortsCmd(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kfakecmp:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: kfakecmp run --target isrbroker|kfake [--bootstrap ADDRS] [flags] | kfakecmp table FILE | kfakecmp freeports N")
+	os.Exit(2)
+}
+
+// Result is one target's figures in one round (one JSON line).
+type Result struct {
+	Target       string  `json:"target"`
+	Round        int     `json:"round"`
+	Records      int     `json:"records"`
+	ProduceRF1   float64 `json:"produce_rf1_acks1_mibps"`
+	Consume      float64 `json:"consume_mibps"`
+	ProduceRF3   float64 `json:"produce_rf3_acksall_mibps"`
+	LatencyP50ms float64 `json:"latency_p50_ms"`
+	LatencyP99ms float64 `json:"latency_p99_ms"`
+	LatencyRate  float64 `json:"latency_rate_mibps"`
+	Start        string  `json:"start"`
+}
+
+type runOpts struct {
+	target, bootstrap   string
+	round, records      int
+	rateMiB             float64
+	latencySeconds      float64
+	pprof, profileDir   string
+	profileSeconds      int
+	keepTopics, verbose bool
+}
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var o runOpts
+	fs.StringVar(&o.target, "target", "", "isrbroker or kfake")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "isrbroker's bootstrap servers host:port,... (target isrbroker)")
+	fs.IntVar(&o.round, "round", 1, "round number (topic names and the JSON line)")
+	fs.IntVar(&o.records, "records", 200_000, "records per throughput phase (1 KiB each)")
+	fs.Float64Var(&o.rateMiB, "latency-rate", 20, "steady produce rate of the latency phase, MiB/s")
+	fs.Float64Var(&o.latencySeconds, "latency-seconds", 5, "length of the latency phase, seconds")
+	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile (CPU, mutex, block, allocs) during the RF=3 acks=all phase (isrbroker.pprof.enable)")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "where the profiles go (with --pprof)")
+	fs.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU, mutex and block profiles")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.records <= 0 {
+		return fmt.Errorf("--records must be positive, got %d", o.records)
+	}
+	if o.rateMiB <= 0 || o.latencySeconds <= 0 {
+		return errors.New("--latency-rate and --latency-seconds must be positive")
+	}
+	if (o.pprof == "") != (o.profileDir == "") {
+		return errors.New("--pprof and --profile-dir go together")
+	}
+	ctx := context.Background()
+	seeds := strings.Split(o.bootstrap, ",")
+	switch o.target {
+	case "isrbroker":
+		if o.bootstrap == "" {
+			return errors.New("--target isrbroker needs --bootstrap")
+		}
+	case "kfake":
+		if o.bootstrap != "" {
+			return errors.New("--target kfake starts its own cluster: no --bootstrap")
+		}
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, "127.0.0.1:0")
+		}))
+		if err != nil {
+			return fmt.Errorf("starting kfake: %w", err)
+		}
+		defer c.Close()
+		seeds = c.ListenAddrs()
+	default:
+		return fmt.Errorf("--target must be isrbroker or kfake, got %q", o.target)
+	}
+	r, err := runRound(ctx, o, seeds)
+	if err != nil {
+		return fmt.Errorf("%s round %d: %w", o.target, o.round, err)
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "kfakecmp: "+format+"\n", args...)
+}
+
+func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
+	res := &Result{Target: o.target, Round: o.round, Records: o.records, LatencyRate: o.rateMiB, Start: time.Now().UTC().Format(time.RFC3339)}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	name := func(kind string) string { return fmt.Sprintf("cmp-%d-%s", o.round, kind) }
+	rf1, rf3, lat := name("rf1"), name("rf3"), name("lat")
+	minISR := "2"
+	if err := createTopic(ctx, adm, rf1, 1, nil); err != nil {
+		return nil, err
+	}
+	for _, t := range []string{rf3, lat} {
+		if err := createTopic(ctx, adm, t, 3, map[string]*string{"min.insync.replicas": &minISR}); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		// Free the disk for the next round (isrbroker deletes the logs in the background).
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := adm.DeleteTopics(dctx, rf1, rf3, lat); err != nil {
+			logf("deleting the round's topics: %v", err)
+		}
+	}()
+
+	value := make([]byte, recordSize)
+	for i := range value { // random bytes: no compression would help anyway
+		value[i] = byte(rand.UintN(256))
+	}
+
+	// 1. RF=1 acks=1, idempotence off (it needs acks=all).
+	res.ProduceRF1, err = produceAll(ctx, seeds, rf1, o.records, value, nil, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		return nil, fmt.Errorf("produce RF=1 acks=1: %w", err)
+	}
+	logf("%s round %d: produce RF=1 acks=1 %.1f MiB/s", o.target, o.round, res.ProduceRF1)
+
+	// 2. Consume the RF=1 topic from the start, direct (no group).
+	res.Consume, err = consumeAll(ctx, seeds, rf1, o.records)
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	logf("%s round %d: consume %.1f MiB/s", o.target, o.round, res.Consume)
+
+	// 3. RF=3 acks=all, min.insync.replicas=2, the client's default (idempotent) producer.
+	var prof func() error
+	if o.pprof != "" {
+		prof = startProfiles(o)
+	}
+	res.ProduceRF3, err = produceAll(ctx, seeds, rf3, o.records, value, prof)
+	if err != nil {
+		return nil, fmt.Errorf("produce RF=3 acks=all: %w", err)
+	}
+	logf("%s round %d: produce RF=3 acks=all %.1f MiB/s", o.target, o.round, res.ProduceRF3)
+
+	// 4. Acknowledgement latency at a steady rate, RF=3 acks=all.
+	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, value)
+	if err != nil {
+		return nil, fmt.Errorf("latency: %w", err)
+	}
+	logf("%s round %d: ack latency at %.0f MiB/s p50 %.2f ms p99 %.2f ms", o.target, o.round, o.rateMiB, res.LatencyP50ms, res.LatencyP99ms)
+	return res, nil
+}
+
+// createTopic creates the topic with 3 partitions and waits until every partition has a leader
+// and, for RF=3, a full ISR (so min.insync.replicas=2 holds from the first record).
+func createTopic(ctx context.Context, adm *kadm.Client, topic string, rf int16, configs map[string]*string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopics(ctx, partitions, rf, configs, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", topic, err)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			td := md.Topics[topic]
+			ok := td.Err == nil && len(td.Partitions) == partitions
+			for _, p := range td.Partitions {
+				ok = ok && p.Err == nil && p.Leader >= 0 && len(p.ISR) == int(rf)
+			}
+			if ok {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s: partitions without a leader or a full ISR after 60 s (last error %v)", topic, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func producer(seeds []string, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+	}, extra...)
+	return kgo.NewClient(opts...)
+}
+
+// warm produces one acknowledged record, so that metadata and connections are in place before
+// the clock starts.
+func warm(ctx context.Context, cl *kgo.Client, topic string, value []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr()
+}
+
+// produceAll produces n records as fast as the client goes and returns MiB/s; started (if not
+// nil) runs when the clock starts and its result is awaited after the last acknowledgement.
+func produceAll(ctx context.Context, seeds []string, topic string, n int, value []byte, started func() error, extra ...kgo.Opt) (float64, error) {
+	cl, err := producer(seeds, extra...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if err := warm(ctx, cl, topic, value); err != nil {
+		return 0, fmt.Errorf("warm-up record: %w", err)
+	}
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	var profErr chan error
+	if started != nil {
+		profErr = make(chan error, 1)
+		go func() { profErr <- started() }()
+	}
+	wg.Add(n)
+	t0 := time.Now()
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	if e := firstErr.Load(); e != nil {
+		return 0, *e
+	}
+	if profErr != nil {
+		if err := <-profErr; err != nil {
+			return 0, fmt.Errorf("profiles: %w", err)
+		}
+	}
+	return float64(n) * recordSize / mib / elapsed.Seconds(), nil
+}
+
+// consumeAll reads n records from the start of topic (plus the warm-up record) and returns
+// MiB/s of the n records' values.
+func consumeAll(ctx context.Context, seeds []string, topic string, n int) (float64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	want := n + 1 // the warm-up record
+	got := 0
+	t0 := time.Now()
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("%d of %d records after 10 min", got, want)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s[%d]: %w", t, p, err) })
+		if ferr != nil {
+			return 0, ferr
+		}
+		got += fs.NumRecords()
+	}
+	return float64(n) * recordSize / mib / time.Since(t0).Seconds(), nil
+}
+
+// latency produces at a steady rate for the given time and returns the p50 and p99 of the
+// time from Produce to the acknowledgement, in ms.
+func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds float64, value []byte) (p50, p99 float64, err error) {
+	cl, err := producer(seeds)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	if err := warm(ctx, cl, topic, value); err != nil {
+		return 0, 0, fmt.Errorf("warm-up record: %w", err)
+	}
+	perSec := rateMiB * mib / recordSize
+	n := int(perSec * seconds)
+	interval := time.Duration(float64(time.Second) / perSec)
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var firstErr atomic.Pointer[error]
+	wg.Add(n)
+	t0 := time.Now()
+	for i := range n {
+		if d := time.Until(t0.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		sent := time.Now()
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+			}
+			lat[i] = time.Since(sent)
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		return 0, 0, *e
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(n-1))]) / float64(time.Millisecond) }
+	return pct(0.50), pct(0.99), nil
+}
+
+// startProfiles returns a function that takes CPU, mutex, block and allocation profiles (deltas
+// over --profile-seconds) of every broker named by --pprof at once and writes them to
+// --profile-dir as broker-N.{cpu,mutex,block,allocs}.pb.gz.
+func startProfiles(o runOpts) func() error {
+	return func() error {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for i, addr := range strings.Split(o.pprof, ",") {
+			for _, kind := range []string{"profile", "mutex", "block", "allocs"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					name := kind
+					if kind == "profile" {
+						name = "cpu"
+					}
+					url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, o.profileSeconds)
+					if err := download(url, filepath.Join(o.profileDir, fmt.Sprintf("broker-%d.%s.pb.gz", i+1, name))); err != nil {
+						errs <- err
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs // nil when none failed
+	}
+}
+
+func download(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func freePortsCmd(args []string) error {
+	var n int
+	if len(args) != 1 {
+		return errors.New("freeports N")
+	}
+	if _, err := fmt.Sscan(args[0], &n); err != nil || n <= 0 || n > 64 {
+		return fmt.Errorf("freeports: N must be 1..64, got %q", args[0])
+	}
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		ls = append(ls, l)
+		ports = append(ports, fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
+	}
+	fmt.Println(strings.Join(ports, " "))
+	return nil
+}
+
+func readResults(path string) ([]Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rs []Result
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, sc.Err()
+}

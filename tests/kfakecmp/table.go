@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// median of the samples (mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func samples(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f", x)
+		if x < 100 {
+			parts[i] = fmt.Sprintf("%.1f", x)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tableCmd prints issue 13's table: medians over the rounds per target, the ratio
+// isrbroker ÷ kfake, and every sample.
+func tableCmd(path string, w io.Writer) error {
+	rs, err := readResults(path)
+	if err != nil {
+		return err
+	}
+	return writeTable(rs, w)
+}
+
+func writeTable(rs []Result, w io.Writer) error {
+	by := map[string][]Result{}
+	for _, r := range rs {
+		by[r.Target] = append(by[r.Target], r)
+	}
+	if len(by["isrbroker"]) == 0 || len(by["kfake"]) == 0 {
+		return fmt.Errorf("need results of both isrbroker and kfake, have %d and %d", len(by["isrbroker"]), len(by["kfake"]))
+	}
+	col := func(target string, f func(Result) float64) []float64 {
+		var xs []float64
+		for _, r := range by[target] {
+			xs = append(xs, f(r))
+		}
+		return xs
+	}
+	rows := []struct {
+		name, unit string
+		f          func(Result) float64
+	}{
+		{"produce RF=1 acks=1", "MiB/s", func(r Result) float64 { return r.ProduceRF1 }},
+		{"consume (direct, from the start)", "MiB/s", func(r Result) float64 { return r.Consume }},
+		{"produce RF=3 acks=all, min ISR 2", "MiB/s", func(r Result) float64 { return r.ProduceRF3 }},
+		{fmt.Sprintf("ack latency p50 at %.0f MiB/s, RF=3 acks=all", rs[0].LatencyRate), "ms", func(r Result) float64 { return r.LatencyP50ms }},
+		{fmt.Sprintf("ack latency p99 at %.0f MiB/s, RF=3 acks=all", rs[0].LatencyRate), "ms", func(r Result) float64 { return r.LatencyP99ms }},
+	}
+	fmt.Fprintf(w, "%d rounds of %d records of 1 KiB per phase; medians, then every round's sample (isrbroker | kfake)\n\n", len(by["isrbroker"]), rs[0].Records)
+	fmt.Fprintln(w, "| path | isrbroker | kfake | ratio | samples isrbroker | samples kfake |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, row := range rows {
+		a, b := col("isrbroker", row.f), col("kfake", row.f)
+		ma, mb := median(a), median(b)
+		ratio := "–"
+		if mb > 0 {
+			ratio = fmt.Sprintf("%.2f×", ma/mb)
+		}
+		fmt.Fprintf(w, "| %s | %s %s | %s %s | %s | %s | %s |\n", row.name, fmtNum(ma), row.unit, fmtNum(mb), row.unit, ratio, samples(a), samples(b))
+	}
+	return nil
+}
+
+func fmtNum(x float64) string {
+	if x < 100 {
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.0f", x)
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	rs := []Result{
+		{Target: "isrbroker", Round: 1, Records: 10, ProduceRF1: 400, Consume: 1000, ProduceRF3: 150, LatencyP50ms: 4, LatencyP99ms: 8, LatencyRate: 20},
+		{Target: "kfake", Round: 1, Records: 10, ProduceRF1: 500, Consume: 800, ProduceRF3: 600, LatencyP50ms: 2, LatencyP99ms: 50, LatencyRate: 20},
+		{Target: "isrbroker", Round: 2, Records: 10, ProduceRF1: 600, Consume: 1000, ProduceRF3: 250, LatencyP50ms: 4, LatencyP99ms: 8, LatencyRate: 20},
+		{Target: "kfake", Round: 2, Records: 10, ProduceRF1: 500, Consume: 800, ProduceRF3: 400, LatencyP50ms: 2, LatencyP99ms: 50, LatencyRate: 20},
+	}
+	var b bytes.Buffer
+	if err := writeTable(rs, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| produce RF=1 acks=1 | 500 MiB/s | 500 MiB/s | 1.00× | 400, 600 | 500, 500 |",
+		"| consume (direct, from the start) | 1000 MiB/s | 800 MiB/s | 1.25× |",
+		"| produce RF=3 acks=all, min ISR 2 | 200 MiB/s | 500 MiB/s | 0.40× |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := writeTable(rs[:1], &b); err == nil {
+		t.Error("a table of one target's results did not fail")
+	}
+}
