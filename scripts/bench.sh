@@ -49,28 +49,14 @@ command -v java >/dev/null || die "java is not installed (scripts/install-deps.s
 [[ -f "$ZK_JAR" ]] || die "ZooKeeper jar $ZK_JAR is missing (scripts/install-deps.sh installs it)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/isrbroker-bench.XXXXXX")
-PIDS=()
+# shellcheck source=scripts/lib/localcluster.sh
+source "$ROOT/scripts/lib/localcluster.sh"
 
-# Teardown: SIGTERM the brokers this script started and wait up to 30 s each (their controlled
-# shutdown needs ZooKeeper), SIGKILL what is left, then the same for ZooKeeper (PIDS[0]), then
-# delete the temporary directory.
-stop_pids() {
-	local pid
-	for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "$@"; do
-		for _ in $(seq 1 150); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-}
+# Teardown: the brokers, ZooKeeper, then the temporary directory.
 cleanup() {
 	local status=$?
 	trap - EXIT INT TERM
-	if ((${#PIDS[@]} > 1)); then stop_pids "${PIDS[@]:1}"; fi
-	if ((${#PIDS[@]} > 0)); then stop_pids "${PIDS[0]}"; fi
+	stop_cluster
 	if [[ "${BENCH_KEEP:-}" == 1 ]]; then
 		log "kept $WORK"
 	else
@@ -82,21 +68,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-
-zk4() {
-	# shellcheck disable=SC2016 # $1 expands in the inner shell
-	timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && printf %s "$1" >&3 && cat <&3' _ "$1" 2>/dev/null || true
-}
-
-# wait_until SECONDS COMMAND...: poll COMMAND every 0.2 s until it succeeds or SECONDS pass.
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.2
-	done
-}
 
 for p in "$ZK_PORT" $((PORT_BASE)) $((PORT_BASE + 1)) $((PORT_BASE + 2)); do
 	if port_open "$p"; then
@@ -115,54 +86,10 @@ fi
 BOOTSTRAP=127.0.0.1:$PORT_BASE,127.0.0.1:$((PORT_BASE + 1)),127.0.0.1:$((PORT_BASE + 2))
 ZK=127.0.0.1:$ZK_PORT
 
-start_zookeeper() {
-	mkdir -p "$WORK/zookeeper"
-	cat >"$WORK/zoo.cfg" <<-EOF
-		tickTime=1000
-		dataDir=$WORK/zookeeper
-		clientPort=$ZK_PORT
-		clientPortAddress=127.0.0.1
-		maxClientCnxns=0
-		admin.enableServer=false
-		4lw.commands.whitelist=ruok,dump
-	EOF
-	log "starting ZooKeeper on $ZK"
-	java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
-		-cp "$ZK_JAR" org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zoo.cfg" \
-		>"$WORK/zookeeper.log" 2>&1 </dev/null &
-	PIDS+=($!)
-	zk_ok() { [[ "$(zk4 ruok)" == imok ]]; }
-	wait_until 60 zk_ok || {
-		tail -n 20 "$WORK/zookeeper.log" >&2
-		die "ZooKeeper did not answer ruok within 60 s"
-	}
-}
-
-start_broker() {
+start_broker_at() {
 	local id=$1 port=$((PORT_BASE + $1 - 1))
 	log "starting broker $id on 127.0.0.1:$port"
-	"$BIN" broker --config "scripts/server-$id.properties" \
-		--override "listeners=PLAINTEXT://127.0.0.1:$port" \
-		--override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
-		--override "log.dirs=$WORK/broker-$id" \
-		--override "zookeeper.connect=$ZK" \
-		--override "metrics.listen=" \
-		>"$WORK/broker-$id.log" 2>&1 </dev/null &
-	PIDS+=($!)
-}
-
-all_registered() {
-	local dump id pid
-	dump=$(zk4 dump)
-	for pid in "${PIDS[@]}"; do
-		kill -0 "$pid" 2>/dev/null || {
-			tail -n 20 "$WORK"/broker-*.log >&2
-			die "a broker exited during start-up"
-		}
-	done
-	for id in "${IDS[@]}"; do
-		grep -q "/brokers/ids/$id\$" <<<"$dump" || return 1
-	done
+	start_broker "$id" "$port" --override "metrics.listen="
 }
 
 # create TOPIC RF [CONFIG...]
@@ -215,7 +142,7 @@ delete_topics() {
 }
 
 start_zookeeper
-for id in "${IDS[@]}"; do start_broker "$id"; done
+for id in "${IDS[@]}"; do start_broker_at "$id"; done
 wait_until 90 all_registered || die "the brokers did not all register within 90 s (logs in $WORK; BENCH_KEEP=1 keeps them)"
 log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 

@@ -65,42 +65,19 @@ command -v java >/dev/null || die "java is not installed (scripts/install-deps.s
 [[ -f "$ZK_JAR" ]] || die "ZooKeeper jar $ZK_JAR is missing (scripts/install-deps.sh installs it)"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/isrbroker-kfakecmp.XXXXXX")
-PIDS=()
+# shellcheck source=scripts/lib/localcluster.sh
+source "$ROOT/scripts/lib/localcluster.sh"
 
-# Teardown: SIGTERM the brokers and wait up to 30 s each, SIGKILL what is left, then ZooKeeper
-# (PIDS[0]); then the temporary directory.
-stop_pids() {
-	local pid
-	for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "$@"; do
-		for _ in $(seq 1 150); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.2
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-}
+# Teardown: the brokers, ZooKeeper, then the temporary directory.
 cleanup() {
 	local status=$?
 	trap - EXIT INT TERM
-	if ((${#PIDS[@]} > 1)); then stop_pids "${PIDS[@]:1}"; fi
-	if ((${#PIDS[@]} > 0)); then stop_pids "${PIDS[0]}"; fi
+	stop_cluster
 	if ((KEEP)); then log "kept $WORK"; else rm -rf "$WORK"; fi
 	exit "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# wait_until SECONDS COMMAND...: poll COMMAND every 0.2 s until it succeeds or SECONDS pass.
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.2
-	done
-}
 
 if [[ -z "$BIN" ]]; then
 	BIN=$WORK/isrbroker
@@ -116,31 +93,7 @@ read -r -a PORTS <<<"$("$CMP" freeports 7)"
 ZK_PORT=${PORTS[0]}
 ZK=127.0.0.1:$ZK_PORT
 
-zk4() {
-	# shellcheck disable=SC2016 # $1 expands in the inner shell
-	timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && printf %s "$1" >&3 && cat <&3' _ "$1" 2>/dev/null || true
-}
-
-mkdir -p "$WORK/zookeeper"
-cat >"$WORK/zoo.cfg" <<-EOF2
-	tickTime=1000
-	dataDir=$WORK/zookeeper
-	clientPort=$ZK_PORT
-	clientPortAddress=127.0.0.1
-	maxClientCnxns=0
-	admin.enableServer=false
-	4lw.commands.whitelist=ruok,dump
-EOF2
-log "starting ZooKeeper on $ZK"
-java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
-	-cp "$ZK_JAR" org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zoo.cfg" \
-	>"$WORK/zookeeper.log" 2>&1 </dev/null &
-PIDS+=($!)
-zk_ok() { [[ "$(zk4 ruok)" == imok ]]; }
-wait_until 60 zk_ok || {
-	tail -n 20 "$WORK/zookeeper.log" >&2
-	die "ZooKeeper did not answer ruok within 60 s"
-}
+start_zookeeper
 
 BOOTSTRAP=""
 PPROF=""
@@ -152,30 +105,9 @@ for id in "${IDS[@]}"; do
 	log "starting broker $id on 127.0.0.1:$port (metrics 127.0.0.1:$mport)"
 	pprof=false
 	[[ -n "$PROFILE" ]] && pprof=true
-	"$BIN" broker --config "scripts/server-$id.properties" \
-		--override "listeners=PLAINTEXT://127.0.0.1:$port" \
-		--override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
-		--override "log.dirs=$WORK/broker-$id" \
-		--override "zookeeper.connect=$ZK" \
-		--override "metrics.listen=127.0.0.1:$mport" \
-		--override "isrbroker.pprof.enable=$pprof" \
-		>"$WORK/broker-$id.log" 2>&1 </dev/null &
-	PIDS+=($!)
+	start_broker "$id" "$port" --override "metrics.listen=127.0.0.1:$mport" --override "isrbroker.pprof.enable=$pprof"
 done
 
-all_registered() {
-	local dump id pid
-	dump=$(zk4 dump)
-	for pid in "${PIDS[@]}"; do
-		kill -0 "$pid" 2>/dev/null || {
-			tail -n 20 "$WORK"/broker-*.log >&2
-			die "a broker exited during start-up"
-		}
-	done
-	for id in "${IDS[@]}"; do
-		grep -q "/brokers/ids/$id\$" <<<"$dump" || return 1
-	done
-}
 wait_until 90 all_registered || die "the brokers did not all register within 90 s (--keep keeps their logs)"
 log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 
