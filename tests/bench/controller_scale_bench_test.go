@@ -24,8 +24,8 @@ import (
 // with N partitions and RF=3 and times
 //
 //   - create: from the CreateTopics request until every partition state znode names a leader
-//     and a full ISR (3 replicas), every broker's metadata cache (UpdateMetadata) agrees with it,
-//     and every broker hosts its N replicas (ReplicaManager PartitionCount);
+//     and a full ISR (3 replicas) and every broker's metadata cache (UpdateMetadata, sent to it
+//     after its LeaderAndIsr was answered) agrees with it;
 //   - shutdown: from SIGTERM to a broker that is not the controller (K7, controlled shutdown)
 //     until its process has exited and no partition state znode names it as leader;
 //   - rejoin (not a goal, needed before the next step): from its restart until every ISR is
@@ -185,9 +185,12 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	return r
 }
 
-// allAgree reports whether every partition state has a leader and a 3-replica ISR, every
-// broker in ids serves the same leader and ISR from its metadata cache, and every broker hosts
-// n replicas.
+// allAgree reports whether every partition state has a leader and a 3-replica ISR and every
+// broker in ids serves the same leader and ISR from its metadata cache. The controller sends a
+// broker its requests one at a time, each after the previous one's response, and the
+// UpdateMetadata after the LeaderAndIsr of the same event: a broker whose metadata agrees has
+// applied its LeaderAndIsr (created its replicas, leaders and fetchers). (The /metrics
+// endpoint is not polled: one scrape took 8.6 s at 10,000 partitions and would dominate.)
 func allAgree(c *cluster.Cluster, n int32, ids []int32, done func(part string)) (bool, string) {
 	states, err := readStatesErr(c, n)
 	if err != nil {
@@ -201,13 +204,6 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32, done func(part string)) 
 	done("zookeeper")
 	agree := true
 	var msg string
-	for _, id := range ids {
-		if text, err := c.Metrics(id); err == nil {
-			if got := cluster.MetricSamples(text, "kafka_server_replicamanager_partitioncount"); len(got) == 1 && got[0] >= float64(n) {
-				done(fmt.Sprintf("replicas@%d", id))
-			}
-		}
-	}
 	for _, id := range ids {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		md, err := cluster.MetadataPartitions(ctx, c.Addr(id), scaleTopic)
@@ -231,14 +227,6 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32, done func(part string)) 
 			continue
 		}
 		done(fmt.Sprintf("metadata@%d", id))
-		text, err := c.Metrics(id)
-		if err != nil {
-			return false, fmt.Sprintf("metrics of broker %d: %v", id, err)
-		}
-		got := cluster.MetricSamples(text, "kafka_server_replicamanager_partitioncount")
-		if len(got) != 1 || got[0] < float64(n) {
-			return false, fmt.Sprintf("broker %d PartitionCount %v, want %d", id, got, n)
-		}
 	}
 	return agree, msg
 }
