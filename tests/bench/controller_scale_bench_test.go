@@ -40,7 +40,8 @@ import (
 //
 //	CTRLSCALE_PARTITIONS=300,3000 go test -run XXX -bench ControllerScale -benchtime 1x -timeout 60m ./tests/bench
 //
-// scripts/controller-scale.sh runs it and prints the table.
+// scripts/controller-scale.sh runs it and prints the table. CTRLSCALE_SHUTDOWN_LOG=1 (with -v)
+// logs the stopped broker's output from its "shutting down" line on.
 func BenchmarkControllerScale(b *testing.B) {
 	counts, err := partitionCounts(os.Getenv("CTRLSCALE_PARTITIONS"))
 	if err != nil {
@@ -153,6 +154,18 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 		return true, ""
 	})
 	r.shutdown = time.Since(start)
+	if os.Getenv("CTRLSCALE_SHUTDOWN_LOG") != "" {
+		// The stopped broker's own lines from "shutting down" on, without the per-partition ones.
+		out := c.OutputSince(victim)
+		if i := strings.Index(out, "shutting down"); i >= 0 {
+			out = out[i:]
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.Contains(line, " partition=") {
+				b.Log(line)
+			}
+		}
+	}
 
 	// Rejoin, so that every ISR is full before the failover.
 	start = time.Now()
