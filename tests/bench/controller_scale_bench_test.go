@@ -138,27 +138,52 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 			r.shutdownLeaders++
 		}
 	}
+	// Both ends are watched from the SIGTERM on: the process's exit, and (polling ZooKeeper in
+	// parallel) the moment no partition state names the broker as leader any more. Polling only
+	// after the exit would time the reads of every state while the controller handles the
+	// broker's failure on the same ZooKeeper.
 	start = time.Now()
+	moved := make(chan time.Duration, 1)
+	go func() {
+		ok, _ := cluster.Poll(limit, func() (bool, string) {
+			states, err := readStatesErr(c, n)
+			if err != nil {
+				return false, err.Error()
+			}
+			for p, st := range states {
+				if st.Leader == victim {
+					return false, fmt.Sprintf("partition %d still led by the stopped broker %d", p, victim)
+				}
+			}
+			return true, ""
+		})
+		if !ok {
+			moved <- -1
+			return
+		}
+		moved <- time.Since(start)
+	}()
 	if err := syscall.Kill(c.Pid(victim), syscall.SIGTERM); err != nil {
 		b.Fatalf("SIGTERM broker %d: %v", victim, err)
 	}
 	if _, ok := c.WaitExit(victim, limit); !ok {
 		b.Fatalf("broker %d did not exit within %v of SIGTERM", victim, limit)
 	}
-	cluster.WaitFor(b, limit, func() (bool, string) {
-		for p, st := range readStates(b, c, n) {
-			if st.Leader == victim {
-				return false, fmt.Sprintf("partition %d still led by the stopped broker %d", p, victim)
-			}
-		}
-		return true, ""
-	})
-	r.shutdown = time.Since(start)
+	exited := time.Since(start)
+	movedAfter := <-moved
+	if movedAfter < 0 {
+		b.Fatalf("broker %d still leads partitions %v after its SIGTERM", victim, limit)
+	}
+	r.shutdown = max(exited, movedAfter)
+	b.Logf("controlled shutdown: SIGTERM at %s, leaders moved after %v, exited after %v",
+		start.UTC().Format("15:04:05.000"), movedAfter, exited)
 	if os.Getenv("CTRLSCALE_SHUTDOWN_LOG") != "" {
 		// The stopped broker's own lines from "shutting down" on, without the per-partition ones.
 		out := c.OutputSince(victim)
-		if i := strings.Index(out, "shutting down"); i >= 0 {
-			out = out[i:]
+		if i := strings.Index(out, `msg="shutting down"`); i >= 0 {
+			if j := strings.LastIndex(out[:i], "\n"); j >= 0 {
+				out = out[j+1:]
+			}
 		}
 		for _, line := range strings.Split(out, "\n") {
 			if !strings.Contains(line, " partition=") {

@@ -166,7 +166,10 @@ func (ct *Controller) onBrokerFailure(deadIDs []int32, b *requestBatch) error {
 	if err := ct.psm.elect(affected, b, ct.psm.offlineStrategy, ct.ctx.liveReplicas); err != nil {
 		return err
 	}
-	ct.rsm.handleStateChanges(offline, OfflineReplica, b)
+	ct.rsm.fresh = seen // read above; elect's writes kept the cache current
+	if err := ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
+		return err
+	}
 	ct.rsm.failDeletion(deleting)
 	return nil
 }

@@ -69,6 +69,9 @@ type replicaStateMachine struct {
 	ct      *Controller
 	states  map[partitionReplica]ReplicaState
 	invalid int
+	// fresh names partitions whose cached states the caller has just read from ZooKeeper (and
+	// written since), so the next OfflineReplica transition does not read them again.
+	fresh map[TopicPartition]bool
 }
 
 func newReplicaStateMachine(ct *Controller) *replicaStateMachine {
@@ -168,7 +171,14 @@ func (m *replicaStateMachine) handleStateChanges(replicas []partitionReplica, ta
 		// have put the replica back into its ISR since the cached state (its ISR change
 		// notification not yet processed), and a removal decided on the cache would then
 		// write nothing and leave the stopped replica in the ISR.
-		if err := ct.zk.loadStates(tps); err != nil {
+		var stale []TopicPartition
+		for _, tp := range tps {
+			if !m.fresh[tp] {
+				stale = append(stale, tp)
+			}
+		}
+		m.fresh = nil
+		if err := ct.zk.loadStates(stale); err != nil {
 			return err
 		}
 		var withState []TopicPartition
