@@ -18,6 +18,8 @@ import (
 
 	metrics "github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Manager owns the log dirs and every partition log in them (Kafka's LogManager).
@@ -578,17 +580,17 @@ func (m *Manager) Close() error {
 	}
 	// Closing flushes each log: done on a bounded worker pool across partitions and dirs
 	// (Kafka closes logs on num.recovery.threads.per.data.dir threads per dir).
-	var first error
-	var firstMu sync.Mutex
-	forEachParallel(len(logs), func(i int) {
-		if err := logs[i].Close(); err != nil && !errors.Is(err, ErrClosed) {
-			firstMu.Lock()
-			if first == nil {
-				first = err
+	var g errgroup.Group
+	g.SetLimit(ioWorkers)
+	for _, l := range logs {
+		g.Go(func() error {
+			if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
+				return err
 			}
-			firstMu.Unlock()
-		}
-	})
+			return nil
+		})
+	}
+	first := g.Wait() // the first error of a close
 	if err := m.Checkpoint(); err != nil && first == nil {
 		first = err
 	}
@@ -609,23 +611,3 @@ func (m *Manager) Close() error {
 // ioWorkers bounds the goroutines that open, create or close logs at once: enough to overlap
 // the file system's latencies (fsync, mmap, directory updates), few enough not to thrash.
 const ioWorkers = 8
-
-// forEachParallel runs f(0..n-1) on at most ioWorkers goroutines and waits for all.
-func forEachParallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(n, ioWorkers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}

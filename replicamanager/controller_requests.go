@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/isrbroker/isrbroker/fetcher"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // controllerRequests is the controller-request path of the replica manager (Kafka's
@@ -134,34 +136,19 @@ func (c *controllerRequests) makeLeaders(states []PartitionState) {
 	// Each new leader epoch is written to the partition's leader-epoch-checkpoint with an
 	// fsync (K1): the partitions are made leaders on a bounded worker pool so those fsyncs
 	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
-	forEachParallel(len(states), func(i int) {
-		st := states[i]
-		// The clock is read per partition, after its log was created: a follower's last
-		// caught-up time starts when the leadership does (S10), not when the request arrived —
-		// creating thousands of logs first would otherwise shrink every new ISR at once.
-		c.rm.getPartition(st.TopicPartition).makeLeader(st, c.rm.now())
-		c.rm.purgatory.checkAndComplete(st.TopicPartition)
-	})
-}
-
-// forEachParallel runs f(0..n-1) on at most logCreateWorkers goroutines and waits for all.
-func forEachParallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(n, logCreateWorkers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(logCreateWorkers)
+	for _, st := range states {
+		g.Go(func() error {
+			// The clock is read per partition, after its log was created: a follower's last
+			// caught-up time starts when the leadership does (S10), not when the request arrived —
+			// creating thousands of logs first would otherwise shrink every new ISR at once.
+			c.rm.getPartition(st.TopicPartition).makeLeader(st, c.rm.now())
+			c.rm.purgatory.checkAndComplete(st.TopicPartition)
+			return nil
+		})
 	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait() // the workers return no error
 }
 
 // makeFollowers implements S14 (with K1: no truncation here; the fetcher truncates by leader epoch).

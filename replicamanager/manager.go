@@ -14,6 +14,8 @@ import (
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/logstore/ratelog"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition
@@ -319,9 +321,15 @@ func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartit
 		}
 	}
 	errs := make([]error, len(missing))
-	forEachParallel(len(missing), func(i int) {
-		_, errs[i] = rm.createPartition(missing[i], configs[missing[i].Topic])
-	})
+	var g errgroup.Group
+	g.SetLimit(logCreateWorkers)
+	for i, tp := range missing {
+		g.Go(func() error {
+			_, errs[i] = rm.createPartition(tp, configs[tp.Topic])
+			return nil
+		})
+	}
+	_ = g.Wait() // each worker's error is in errs
 	out := map[TopicPartition]error{}
 	for i, err := range errs {
 		if err != nil {
