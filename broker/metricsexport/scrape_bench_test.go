@@ -91,7 +91,10 @@ func BenchmarkCollect(b *testing.B) {
 			c := NewCollector(brokerRegistry(n))
 			b.ReportAllocs()
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for i := 0; i <= b.N; i++ {
+				if i == 1 {
+					b.ResetTimer() // the first Collect lays the families out (BenchmarkScrape)
+				}
 				ch := make(chan prometheus.Metric, 1024)
 				done := make(chan int)
 				go func() {
@@ -115,9 +118,7 @@ func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run("replicas="+strconv.Itoa(n), func(b *testing.B) {
 			h := Handler(brokerRegistry(n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			scrape := func() {
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 				if rec.Code != http.StatusOK {
@@ -126,6 +127,17 @@ func BenchmarkScrape(b *testing.B) {
 				b.SetBytes(int64(rec.Body.Len()))
 				_, _ = io.Copy(io.Discard, rec.Body)
 			}
+			// The first scrape of a handler (and the first after the registry's names
+			// changed) also lays the families out: reported apart, as first-scrape-ms.
+			start := time.Now()
+			scrape()
+			first := time.Since(start)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				scrape()
+			}
+			b.ReportMetric(float64(first)/float64(time.Millisecond), "first-scrape-ms")
 		})
 	}
 }
