@@ -48,7 +48,6 @@ type series struct {
 	ok     bool // the metric's kind is exported
 	slot   int  // index of its metric in a scrape's slots; -1: not exported
 	fam    string
-	help   string
 	labels []Label          // in registry order: the Desc's variable labels
 	pairs  []*dto.LabelPair // sorted by name, as the Prometheus client writes them
 	key    string           // family and sorted labels: one exported series per key
@@ -312,7 +311,7 @@ func (c *Collector) rebuildLocked() {
 		}
 		f := families[s.fam]
 		if f == nil {
-			f = &family{name: s.fam, help: s.help, kind: s.kind}
+			f = &family{name: s.fam, help: helpText(e.name, s.kind), kind: s.kind}
 			families[s.fam] = f
 			layout = append(layout, f)
 		} else if f.kind != s.kind {
@@ -377,7 +376,6 @@ func newSeries(name string, kind Kind, ok bool) *series {
 	if s.fam == "" {
 		return s
 	}
-	s.help = helpText(name, kind)
 	sorted := append([]Label(nil), s.labels...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	key := s.fam

@@ -362,3 +362,44 @@ func TestCollectorFollowsRegistryChanges(t *testing.T) {
 		t.Fatalf("removed gauge still exported:\n%s", out)
 	}
 }
+
+// Scrapes may run concurrently with each other and with the registry changing (run with
+// -race).
+func TestCollectorConcurrentScrapes(t *testing.T) {
+	reg := testRegistry(t)
+	h := Handler(reg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			name := "kafka.log:type=Log,name=Size,topic=t,partition=" + string(rune('0'+i%10))
+			reg.Unregister(name)
+			_ = reg.Register(name, metrics.NewFunctionalGauge(func() int64 { return int64(i) }))
+		}
+	}()
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for i := 0; i < 20; i++ {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if rec.Code != http.StatusOK {
+					errs <- io.ErrUnexpectedEOF
+					return
+				}
+				p := expfmt.NewTextParser(model.LegacyValidation)
+				if _, err := p.TextToMetricFamilies(rec.Body); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+}
