@@ -2,6 +2,7 @@ package metricsexport
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -223,20 +224,10 @@ func summaryValue(m any) *dto.Summary {
 		quantiles[q] = qs[i] / div
 	}
 	out := &dto.Summary{SampleCount: new(uint64(max(count, 0))), SampleSum: new(float64(count) * mean)}
-	for _, q := range slices.Sorted(mapsKeys(quantiles)) {
+	for _, q := range slices.Sorted(maps.Keys(quantiles)) {
 		out.Quantile = append(out.Quantile, &dto.Quantile{Quantile: new(q), Value: new(quantiles[q])})
 	}
 	return out
-}
-
-func mapsKeys(m map[float64]float64) func(func(float64) bool) {
-	return func(yield func(float64) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func kindOf(m any) (Kind, bool) {
