@@ -16,25 +16,63 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	metrics "github.com/rcrowley/go-metrics"
 )
 
 // NewRegistry returns a Prometheus registry with the collector of reg and the Go runtime and
-// process collectors.
+// process collectors. (The handler serves NewGatherer's families instead: the same, without a
+// Prometheus registry's per-series checks, which the collector's layout makes needless.)
 func NewRegistry(reg metrics.Registry) *prometheus.Registry {
+	pr := runtimeRegistry()
+	pr.MustRegister(NewCollector(reg))
+	return pr
+}
+
+func runtimeRegistry() *prometheus.Registry {
 	pr := prometheus.NewRegistry()
 	pr.MustRegister(
-		NewCollector(reg),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return pr
+}
+
+// NewGatherer returns a gatherer of reg's families (Collector.Gather) and the Go runtime and
+// process collectors' ones, sorted by name. A family of reg named like a runtime one is left
+// out.
+func NewGatherer(reg metrics.Registry) prometheus.Gatherer {
+	return gatherer{c: NewCollector(reg), runtime: runtimeRegistry()}
+}
+
+type gatherer struct {
+	c       *Collector
+	runtime *prometheus.Registry
+}
+
+func (g gatherer) Gather() ([]*dto.MetricFamily, error) {
+	rt, err := g.runtime.Gather()
+	own, _ := g.c.Gather()
+	taken := make(map[string]bool, len(rt))
+	for _, mf := range rt {
+		taken[mf.GetName()] = true
+	}
+	out := rt
+	for _, mf := range own {
+		if !taken[mf.GetName()] {
+			out = append(out, mf)
+		}
+	}
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, err
 }
 
 // Handler serves reg at /metrics (GET and HEAD; other methods 405). Other paths answer 404.
@@ -46,7 +84,7 @@ func Handler(reg metrics.Registry) http.Handler {
 
 // MetricsHandler is the /metrics handler alone, for a caller that builds its own mux.
 func MetricsHandler(reg metrics.Registry) http.Handler {
-	h := promhttp.HandlerFor(NewRegistry(reg), promhttp.HandlerOpts{
+	h := promhttp.HandlerFor(NewGatherer(reg), promhttp.HandlerOpts{
 		EnableOpenMetrics: true,
 		// A metric that fails to collect is left out; the others are still served.
 		ErrorHandling: promhttp.ContinueOnError,
@@ -102,9 +140,7 @@ func ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
 // Render returns reg's metrics (without the runtime collectors) in the Prometheus text
 // format, families sorted by name: for tests and tools that want the text without HTTP.
 func Render(reg metrics.Registry) []byte {
-	pr := prometheus.NewRegistry()
-	pr.MustRegister(NewCollector(reg))
-	mfs, _ := pr.Gather() // what failed is left out, as the handler does
+	mfs, _ := NewCollector(reg).Gather()
 	var b bytes.Buffer
 	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {

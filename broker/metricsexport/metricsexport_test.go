@@ -307,3 +307,99 @@ func TestServeStopsWithContext(t *testing.T) {
 		t.Fatal("Serve on a used address returned nil")
 	}
 }
+
+// A collector keeps its layout across scrapes: after names come and go, a name is
+// re-registered with another metric or another kind, each scrape is what a fresh collector
+// renders, and the values are the current metrics'.
+func TestCollectorFollowsRegistryChanges(t *testing.T) {
+	reg := testRegistry(t)
+	c := NewCollector(reg)
+	render := func() string {
+		t.Helper()
+		mfs, err := c.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			_ = enc.Encode(mf)
+		}
+		if want := string(Render(reg)); b.String() != want {
+			t.Fatalf("kept layout renders\n%s\nfresh collector\n%s", b.String(), want)
+		}
+		return b.String()
+	}
+	render()
+	render()
+	g := metrics.NewGauge()
+	g.Update(11)
+	_ = reg.Register("kafka.log:type=Log,name=Size,topic=t,partition=0", g)
+	if out := render(); !strings.Contains(out, `kafka_log_log_size{partition="0",topic="t"} 11`) {
+		t.Fatalf("added gauge missing:\n%s", out)
+	}
+	g.Update(12)
+	if out := render(); !strings.Contains(out, `kafka_log_log_size{partition="0",topic="t"} 12`) {
+		t.Fatalf("gauge value not re-read:\n%s", out)
+	}
+	// Re-registered over another log (logstore replaces a log's gauges): the new one is read.
+	reg.Unregister("kafka.log:type=Log,name=Size,topic=t,partition=0")
+	_ = reg.Register("kafka.log:type=Log,name=Size,topic=t,partition=0", metrics.NewFunctionalGauge(func() int64 { return 13 }))
+	if out := render(); !strings.Contains(out, `kafka_log_log_size{partition="0",topic="t"} 13`) {
+		t.Fatalf("re-registered gauge not read:\n%s", out)
+	}
+	// Another kind under a name: the first name of the family decides again.
+	reg.Unregister("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions")
+	cnt := metrics.NewCounter()
+	cnt.Inc(2)
+	_ = reg.Register("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", cnt)
+	if out := render(); !strings.Contains(out, "kafka_server_replicamanager_underreplicatedpartitions_total 2") ||
+		!strings.Contains(out, "kafka_server_replicamanager_underreplicatedpartitions 5") {
+		t.Fatalf("kind change:\n%s", out)
+	}
+	reg.Unregister("kafka.log:type=Log,name=Size,topic=t,partition=0")
+	if out := render(); strings.Contains(out, "kafka_log_log_size") {
+		t.Fatalf("removed gauge still exported:\n%s", out)
+	}
+}
+
+// Scrapes may run concurrently with each other and with the registry changing (run with
+// -race).
+func TestCollectorConcurrentScrapes(t *testing.T) {
+	reg := testRegistry(t)
+	h := Handler(reg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			name := "kafka.log:type=Log,name=Size,topic=t,partition=" + string(rune('0'+i%10))
+			reg.Unregister(name)
+			_ = reg.Register(name, metrics.NewFunctionalGauge(func() int64 { return int64(i) }))
+		}
+	}()
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for i := 0; i < 20; i++ {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if rec.Code != http.StatusOK {
+					errs <- io.ErrUnexpectedEOF
+					return
+				}
+				p := expfmt.NewTextParser(model.LegacyValidation)
+				if _, err := p.TextToMetricFamilies(rec.Body); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+}

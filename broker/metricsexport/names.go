@@ -41,7 +41,14 @@ func parseJMX(s string) jmxName {
 		return jmxName{domain: s}
 	}
 	j := jmxName{domain: domain}
-	used := map[string]bool{}
+	used := func(ln string) bool {
+		for _, l := range j.labels {
+			if l.Name == ln {
+				return true
+			}
+		}
+		return false
+	}
 	for _, kv := range splitProps(props) {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
@@ -57,10 +64,9 @@ func parseJMX(s string) jmxName {
 		default:
 			ln := sanitizeLabel(k)
 			// quantile is the summary's own label; le the histogram's.
-			for used[ln] || ln == "quantile" || ln == "le" {
+			for used(ln) || ln == "quantile" || ln == "le" {
 				ln += "_"
 			}
-			used[ln] = true
 			j.labels = append(j.labels, Label{ln, v})
 		}
 	}
