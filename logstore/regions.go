@@ -33,8 +33,10 @@ func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, mi
 // last offset delta.
 const batchEndHeader = offLastOffsetDelta + 4
 
-// readRegions is segmentList.read's walk over the same batches, reading only their headers;
-// the bytes of its regions are exactly what read returns (TestReadRegionsMatchesRead).
+// readRegions finds the whole batches from the batch that contains startOffset, within budget
+// bytes (the first batch whole when minOneBatch), stopping before a batch whose last offset
+// reaches maxOffset, reading only their headers; see Log.ReadRegions, which checks startOffset.
+// read copies its regions' bytes.
 func (sl segmentList) readRegions(startOffset, budget, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
 	var out kproto.FileRecords
 	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1

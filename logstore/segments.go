@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 )
@@ -42,96 +41,19 @@ func (sl segmentList) closeFiles() {
 	}
 }
 
-// read returns the raw stored bytes of whole batches from the batch that contains
-// startOffset, within budget bytes (the first batch whole when minOneBatch), stopping before
-// a batch whose last offset reaches maxOffset; see Log.Read, which checks startOffset.
+// read returns the bytes of readRegions' regions, read from the segment files (the copying
+// path: ReadLocal, and fetches whose record sets are not sent from the files). One walk over the
+// batches serves both.
 func (sl segmentList) read(startOffset, budget, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
-	if i < 0 {
-		i = 0
+	fr, err := sl.readRegions(startOffset, budget, maxOffset, minOneBatch)
+	if fr.Len == 0 {
+		return nil, err
 	}
-	var out []byte
-	for ; i < len(sl); i++ {
-		s := sl[i]
-		pos := int64(0)
-		if s.base <= startOffset {
-			pos = s.lookup(startOffset)
-		}
-		// skip batches ending before startOffset
-		var hdr [batchHeaderSize]byte
-		var first BatchHeader
-		found := false
-		for pos < s.size {
-			if pos+batchHeaderSize > s.size {
-				return out, fmt.Errorf("%w: truncated header at %d in %s", ErrCorruptMessage, pos, s.logPath())
-			}
-			if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
-				return out, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
-			}
-			h := parseHeader(hdr[:])
-			if h.Length < minBatchLength || pos+int64(h.Size()) > s.size {
-				return out, fmt.Errorf("%w: bad batch length %d at %d in %s", ErrCorruptMessage, h.Length, pos, s.logPath())
-			}
-			if h.LastOffset() >= startOffset {
-				first, found = h, true
-				break
-			}
-			pos += int64(h.Size())
-		}
-		if !found {
-			continue
-		}
-		if first.LastOffset() >= maxOffset {
-			break
-		}
-		limit := budget
-		if out == nil && minOneBatch && int64(first.Size()) > limit {
-			limit = int64(first.Size())
-		}
-		if avail := s.size - pos; limit > avail {
-			limit = avail
-		}
-		if limit < int64(first.Size()) {
-			break
-		}
-		buf := make([]byte, limit)
-		n, err := s.f.ReadAt(buf, pos)
-		if int64(n) < limit {
-			return out, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
-		}
-		p := 0
-		stop := false
-		for p+batchHeaderSize <= len(buf) {
-			base := int64(binary.BigEndian.Uint64(buf[p+offBaseOffset:]))
-			size := int(int32(binary.BigEndian.Uint32(buf[p+offLength:]))) + batchLengthShift
-			if size < batchHeaderSize {
-				return out, fmt.Errorf("%w: bad batch length at %d in %s", ErrCorruptMessage, pos+int64(p), s.logPath())
-			}
-			last := base + int64(int32(binary.BigEndian.Uint32(buf[p+offLastOffsetDelta:])))
-			if last >= maxOffset {
-				stop = true
-				break
-			}
-			if p+size > len(buf) {
-				stop = true
-				break
-			}
-			p += size
-		}
-		if p < len(buf) {
-			stop = true
-		}
-		if out == nil {
-			out = buf[:p]
-		} else {
-			out = append(out, buf[:p]...)
-		}
-		budget -= int64(p)
-		if stop || budget <= 0 {
-			break
-		}
+	out, rerr := fr.ReadAll(nil)
+	if rerr != nil {
+		return nil, rerr
 	}
-	return out, nil
+	return out, err // whole batches before a corrupt one, and the error
 }
 
 // offsetForTimestamp finds the first record at or after logStart whose timestamp is >= ts,
