@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
+
+	"golang.org/x/sync/errgroup"
 )
 
 const (
@@ -332,31 +334,6 @@ const (
 	pipelineDepth = 32
 )
 
-// parallel runs f(0..n-1) on at most pipelineDepth goroutines and waits for all.
-func parallel(n int, f func(i int)) {
-	if n == 0 {
-		return
-	}
-	workers := min(n, pipelineDepth)
-	next := make(chan int)
-	done := make(chan struct{})
-	for w := 0; w < workers; w++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		<-done
-	}
-}
-
 // loadStates reads the state znodes of tps with pipelined Gets and then updates the cache as
 // loadState does (absent: a new partition). The first read error is returned and nothing is
 // cached then.
@@ -367,10 +344,16 @@ func (z *controllerZk) loadStates(tps []TopicPartition) error {
 		err  error
 	}
 	reads := make([]read, len(tps))
-	parallel(len(tps), func(i int) {
-		r := &reads[i]
-		r.data, r.st, r.err = z.ct.conn.Get(zkdata.PartitionStatePath(tps[i].Topic, tps[i].Partition))
-	})
+	var g errgroup.Group
+	g.SetLimit(pipelineDepth)
+	for i, tp := range tps {
+		g.Go(func() error {
+			r := &reads[i]
+			r.data, r.st, r.err = z.ct.conn.Get(zkdata.PartitionStatePath(tp.Topic, tp.Partition))
+			return nil
+		})
+	}
+	_ = g.Wait() // each read's error is in reads
 	for _, r := range reads {
 		if r.err != nil && !errors.Is(r.err, zk.ErrNoNode) {
 			return r.err
@@ -427,16 +410,12 @@ func (z *controllerZk) fencedBatch(groups [][]any) ([]batchResult, error) {
 		chunks = append(chunks, [2]int{i, j})
 		i = j
 	}
-	errs := make([]error, len(chunks))
-	parallel(len(chunks), func(k int) {
-		errs[k] = z.writeGroups(groups, out, chunks[k][0], chunks[k][1])
-	})
-	for _, err := range errs {
-		if err != nil {
-			return out, err
-		}
+	var g errgroup.Group
+	g.SetLimit(pipelineDepth)
+	for _, c := range chunks {
+		g.Go(func() error { return z.writeGroups(groups, out, c[0], c[1]) })
 	}
-	return out, nil
+	return out, g.Wait()
 }
 
 // writeGroups writes groups[lo:hi] in one fenced multi; when it fails for a reason other
