@@ -30,32 +30,25 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkRead reads 1 MB from random offsets of a 64 MB log through the offset index.
 func BenchmarkRead(b *testing.B) {
-	cfg := testConfig()
-	cfg.SegmentBytes = 16 << 20
-	l := newTestLog(b, cfg, nil)
-	batch := testBatch{records: 16, valueSize: 1000, baseTs: 1}.build()
-	for i := 0; i < 4096; i++ {
-		if _, err := l.AppendAsLeader(batch, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	leo := l.LogEndOffset()
-	rng := rand.New(rand.NewSource(1))
-	b.SetBytes(1 << 20)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		off := rng.Int63n(leo)
-		if _, err := l.Read(off, 1<<20, leo, true); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkRandomReads(b, func(l *Log, off, leo int64) error {
+		_, err := l.Read(off, 1<<20, leo, true)
+		return err
+	})
 }
 
 // BenchmarkReadRegions is BenchmarkRead on the zero-copy path: it delimits the same 1 MB as
 // file regions (batch headers only) instead of copying it; the bytes then go from the page
 // cache to the socket with sendfile (kproto.BenchmarkWriteFileRegion).
 func BenchmarkReadRegions(b *testing.B) {
+	benchmarkRandomReads(b, func(l *Log, off, leo int64) error {
+		_, err := l.ReadRegions(off, 1<<20, leo, true)
+		return err
+	})
+}
+
+// benchmarkRandomReads fills a 64 MB log (16 MB segments) and times read at random offsets,
+// 1 MB each.
+func benchmarkRandomReads(b *testing.B, read func(l *Log, off, leo int64) error) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 16 << 20
 	l := newTestLog(b, cfg, nil)
@@ -71,8 +64,7 @@ func BenchmarkReadRegions(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		off := rng.Int63n(leo)
-		if _, err := l.ReadRegions(off, 1<<20, leo, true); err != nil {
+		if err := read(l, rng.Int63n(leo), leo); err != nil {
 			b.Fatal(err)
 		}
 	}
