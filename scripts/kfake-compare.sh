@@ -2,15 +2,20 @@
 # Side by side with kfake (issue 13; docs/performance.md, "Side by side with kfake"): in one run,
 # with one client (franz-go, 1 KiB records, no compression, 3 partitions), measures isrbroker
 # (three brokers on a real ZooKeeper, started here on free loopback ports with data dirs of
-# their own) and franz-go's in-memory kfake cluster (tests/kfakecmp, a nested module so that
-# kfake stays out of go.mod), in alternating rounds, and prints the table with the medians and
-# the ratios isrbroker ÷ kfake:
+# their own) and franz-go's kfake cluster (tests/kfakecmp, a nested module so that kfake stays
+# out of go.mod) twice: as it comes ("kfake", segment files in memory) and with its segment
+# files on disk ("kfake-disk", kfake.DataDir, through the page cache as isrbroker's), in
+# rotating order round by round, and prints the table with the medians and the ratios
+# isrbroker ÷ each kfake:
 #   produce RF=1 acks=1 | consume from the start | produce RF=3 acks=all min.insync.replicas=2 |
-#   ack latency p50/p99 at a steady 20 MiB/s, RF=3 acks=all
+#   ack latency p50/p99 at a steady 20 MiB/s, RF=3 acks=all (producer linger 0: the broker's
+#   latency, not franz-go's default 10 ms wait before sending)
 #
 #   scripts/kfake-compare.sh                      quick run: 2 rounds of 200,000 records per phase
 #   scripts/kfake-compare.sh --records 1000000 --rounds 4      the 1 GB run of issue 13
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
+#            --latency-linger DURATION (the latency phase's producer linger, default 0ms),
+#            --no-kfake-disk (skip the kfake-disk target),
 #            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first
 #            isrbroker round's RF=3 acks=all phase, isrbroker.pprof.enable), --profile-seconds S,
 #            --keep (keep the temporary directory with the broker logs), --bin FILE (use this
@@ -31,6 +36,8 @@ PROFILE=""
 PROFILE_SECONDS=10
 KEEP=0
 BIN=""
+LAT_LINGER=0ms
+KFAKE_DISK=1
 ZK_JAR=/usr/share/java/zookeeper.jar
 IDS=(1 2 3)
 
@@ -52,6 +59,8 @@ while (($# > 0)); do
 	--rounds) need "$@"; posint "$1" "$2"; ROUNDS=$2; shift 2 ;;
 	--latency-seconds) need "$@"; posint "$1" "$2"; LAT_SECONDS=$2; shift 2 ;;
 	--latency-rate) need "$@"; posint "$1" "$2"; LAT_RATE=$2; shift 2 ;;
+	--latency-linger) need "$@"; LAT_LINGER=$2; shift 2 ;;
+	--no-kfake-disk) KFAKE_DISK=0; shift ;;
 	--profile) need "$@"; PROFILE=$2; shift 2 ;;
 	--profile-seconds) need "$@"; posint "$1" "$2"; PROFILE_SECONDS=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
@@ -114,7 +123,7 @@ log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 RESULTS=$WORK/results.jsonl
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
-common=(--records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE")
+common=(--records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER")
 run_isrbroker() {
 	local extra=()
 	if [[ -n "$PROFILE" && $1 == 1 ]]; then
@@ -123,15 +132,15 @@ run_isrbroker() {
 	"$CMP" run --target isrbroker --bootstrap "$BOOTSTRAP" --round "$1" "${common[@]}" "${extra[@]}" >>"$RESULTS"
 }
 run_kfake() { "$CMP" run --target kfake --round "$1" "${common[@]}" >>"$RESULTS"; }
-# Alternate which target goes first, so that neither always runs on a fresher page cache.
+run_kfake_disk() { "$CMP" run --target kfake-disk --round "$1" "${common[@]}" >>"$RESULTS"; }
+TARGETS=(run_isrbroker run_kfake)
+((KFAKE_DISK)) && TARGETS+=(run_kfake_disk)
+# Rotate which target goes first, so that none always runs on a fresher page cache.
 for ((r = 1; r <= ROUNDS; r++)); do
-	if ((r % 2 == 1)); then
-		run_isrbroker "$r"
-		run_kfake "$r"
-	else
-		run_kfake "$r"
-		run_isrbroker "$r"
-	fi
+	n=${#TARGETS[@]}
+	for ((i = 0; i < n; i++)); do
+		"${TARGETS[$(((r - 1 + i) % n))]}" "$r"
+	done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 

@@ -41,6 +41,10 @@ func tableCmd(path string, w io.Writer) error {
 	return writeTable(rs, w)
 }
 
+// The reference targets, in the table's column order: kfake as it comes, and kfake with its
+// segment files on disk (optional: a run without kfake-disk results has no such columns).
+var references = []string{"kfake", "kfake-disk"}
+
 func writeTable(rs []Result, w io.Writer) error {
 	by := map[string][]Result{}
 	for _, r := range rs {
@@ -48,6 +52,12 @@ func writeTable(rs []Result, w io.Writer) error {
 	}
 	if len(by["isrbroker"]) == 0 || len(by["kfake"]) == 0 {
 		return fmt.Errorf("need results of both isrbroker and kfake, have %d and %d", len(by["isrbroker"]), len(by["kfake"]))
+	}
+	refs := []string{}
+	for _, ref := range references {
+		if len(by[ref]) > 0 {
+			refs = append(refs, ref)
+		}
 	}
 	col := func(target string, f func(Result) float64) []float64 {
 		var xs []float64
@@ -66,17 +76,44 @@ func writeTable(rs []Result, w io.Writer) error {
 		{fmt.Sprintf("ack latency p50 at %.0f MiB/s, RF=3 acks=all", rs[0].LatencyRate), "ms", func(r Result) float64 { return r.LatencyP50ms }},
 		{fmt.Sprintf("ack latency p99 at %.0f MiB/s, RF=3 acks=all", rs[0].LatencyRate), "ms", func(r Result) float64 { return r.LatencyP99ms }},
 	}
-	fmt.Fprintf(w, "%d rounds of %d records of 1 KiB per phase; medians, then every round's sample (isrbroker | kfake)\n\n", len(by["isrbroker"]), rs[0].Records)
-	fmt.Fprintln(w, "| path | isrbroker | kfake | ratio | samples isrbroker | samples kfake |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "%d rounds of %d records of 1 KiB per phase, latency phase with linger %gms; medians, then every round's sample (isrbroker | %s)\n\n",
+		len(by["isrbroker"]), rs[0].Records, rs[0].LatencyLingerMs, strings.Join(refs, " | "))
+	head, rule := "| path | isrbroker |", "|---|---|"
+	for _, ref := range refs {
+		head += " " + ref + " |"
+		rule += "---|"
+	}
+	for _, ref := range refs {
+		head += " ratio to " + ref + " |"
+		rule += "---|"
+	}
+	head += " samples isrbroker |"
+	rule += "---|"
+	for _, ref := range refs {
+		head += " samples " + ref + " |"
+		rule += "---|"
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
 	for _, row := range rows {
-		a, b := col("isrbroker", row.f), col("kfake", row.f)
-		ma, mb := median(a), median(b)
-		ratio := "–"
-		if mb > 0 {
-			ratio = fmt.Sprintf("%.2f×", ma/mb)
+		a := col("isrbroker", row.f)
+		ma := median(a)
+		line := fmt.Sprintf("| %s | %s %s |", row.name, fmtNum(ma), row.unit)
+		for _, ref := range refs {
+			line += fmt.Sprintf(" %s %s |", fmtNum(median(col(ref, row.f))), row.unit)
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s %s | %s | %s | %s |\n", row.name, fmtNum(ma), row.unit, fmtNum(mb), row.unit, ratio, samples(a), samples(b))
+		for _, ref := range refs {
+			ratio := "–"
+			if mb := median(col(ref, row.f)); mb > 0 {
+				ratio = fmt.Sprintf("%.2f×", ma/mb)
+			}
+			line += " " + ratio + " |"
+		}
+		line += " " + samples(a) + " |"
+		for _, ref := range refs {
+			line += " " + samples(col(ref, row.f)) + " |"
+		}
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,28 @@ func TestWriteTable(t *testing.T) {
 		"| produce RF=1 acks=1 | 500 MiB/s | 500 MiB/s | 1.00× | 400, 600 | 500, 500 |",
 		"| consume (direct, from the start) | 1000 MiB/s | 800 MiB/s | 1.25× |",
 		"| produce RF=3 acks=all, min ISR 2 | 200 MiB/s | 500 MiB/s | 0.40× |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "kfake-disk") {
+		t.Errorf("a run without kfake-disk results has kfake-disk columns:\n%s", b.String())
+	}
+
+	// With kfake-disk results: a column and a ratio more.
+	disk := []Result{
+		{Target: "kfake-disk", Round: 1, Records: 10, ProduceRF1: 250, Consume: 400, ProduceRF3: 300, LatencyP50ms: 3, LatencyP99ms: 12, LatencyRate: 20},
+		{Target: "kfake-disk", Round: 2, Records: 10, ProduceRF1: 250, Consume: 400, ProduceRF3: 500, LatencyP50ms: 3, LatencyP99ms: 12, LatencyRate: 20},
+	}
+	b.Reset()
+	if err := writeTable(append(slices.Clone(rs), disk...), &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| path | isrbroker | kfake | kfake-disk | ratio to kfake | ratio to kfake-disk | samples isrbroker | samples kfake | samples kfake-disk |",
+		"| produce RF=1 acks=1 | 500 MiB/s | 500 MiB/s | 250 MiB/s | 1.00× | 2.00× | 400, 600 | 500, 500 | 250, 250 |",
+		"| produce RF=3 acks=all, min ISR 2 | 200 MiB/s | 500 MiB/s | 400 MiB/s | 0.40× | 0.50× |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
