@@ -20,7 +20,9 @@ const (
 
 // Leader is the source broker as a fetcher sees it: the three requests of the replica fetch
 // protocol. Implementations must be safe for use by one goroutine at a time and must honour
-// ctx (Close may be called concurrently to abort a pending request).
+// ctx (Close may be called concurrently to abort a pending request). A response, and the
+// record batches in it, may be valid only until the next request: the fetcher thread appends a
+// Fetch response's batches before it sends anything else and keeps none of their bytes.
 type Leader interface {
 	Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error)
@@ -61,6 +63,9 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 		if err != nil {
 			return nil, err
 		}
+		// One response buffer for the connection's life: no allocation per fetch (Leader's
+		// contract lets the next request overwrite a response).
+		c.SetReuseBuffer(true)
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()

@@ -21,6 +21,30 @@ type Conn struct {
 	corr      int32
 	buf       []byte
 	maxFrame  int32
+
+	// reuse: responses are read into rbuf, kept from one request to the next (SetReuseBuffer).
+	reuse bool
+	rbuf  []byte
+}
+
+// maxReusedResponse bounds the response buffer a Conn keeps between requests; a larger
+// response gets a buffer of its own (ten times replica.fetch.response.max.bytes' default
+// would be unusual; the default fits).
+const maxReusedResponse = 16 << 20
+
+// SetReuseBuffer makes every later Request read its response into one buffer kept by the
+// connection, so a response (and the record batches kmsg's decoding aliases in it) is valid
+// only until the next Request. A replica fetcher, which appends a response's batches before it
+// sends the next fetch and keeps none of their bytes, uses it so that its fetches do not
+// allocate (and, on a machine that hands freed memory back to its host, touch fresh memory)
+// for every response (docs/performance.md, "Why kfake runs slower here").
+func (c *Conn) SetReuseBuffer(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reuse = on
+	if !on {
+		c.rbuf = nil
+	}
 }
 
 // Dial connects to addr ("host:port"). localAddr, when not empty, binds the outgoing side
@@ -66,8 +90,18 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 		c.closeLocked()
 		return nil, err
 	}
-	// A fresh buffer per response: kmsg's decoded byte fields (record batches) alias it.
-	frame, err := ReadFrame(c.nc, c.maxFrame)
+	// kmsg's decoded byte fields (record batches) alias the frame: a fresh buffer per
+	// response, unless the caller asked for one reused buffer (SetReuseBuffer).
+	var frame []byte
+	var err error
+	if c.reuse {
+		frame, err = ReadFrameInto(c.nc, c.maxFrame, c.rbuf)
+		if err == nil && cap(frame) > cap(c.rbuf) && cap(frame) <= maxReusedResponse {
+			c.rbuf = frame[:0]
+		}
+	} else {
+		frame, err = ReadFrame(c.nc, c.maxFrame)
+	}
 	if err != nil {
 		c.closeLocked()
 		return nil, err

@@ -42,6 +42,11 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	if n > max {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
+	return readFrameBody(r, n)
+}
+
+// readFrameBody reads a frame's n bytes into a new buffer that grows as bytes arrive.
+func readFrameBody(r io.Reader, n int32) ([]byte, error) {
 	buf := make([]byte, 0, min(int(n), frameInitialCap))
 	for len(buf) < int(n) {
 		if len(buf) == cap(buf) {
@@ -63,6 +68,34 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 
 // frameInitialCap is ReadFrame's first allocation for a frame that claims more.
 const frameInitialCap = 1 << 20
+
+// ReadFrameInto is ReadFrame reading into buf's storage when the frame fits its capacity, and
+// into a new buffer (grown as ReadFrame's) when it does not. The frame it returns aliases buf
+// or the new buffer; the caller owns both and decides when they may be overwritten.
+func ReadFrameInto(r io.Reader, max int32, buf []byte) ([]byte, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 {
+		return nil, fmt.Errorf("%w: %d", ErrFrameInvalid, n)
+	}
+	if n > max {
+		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
+	}
+	if int(n) > cap(buf) {
+		return readFrameBody(r, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
 
 // RequestHeader is the request header (v0–v2), parsed by hand as kmsg has no type for it.
 type RequestHeader struct {

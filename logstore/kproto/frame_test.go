@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 func sizePrefixed(size int32, body []byte) []byte {
@@ -113,4 +114,46 @@ func (s *smallReads) Read(p []byte) (int, error) {
 		p = p[:s.n]
 	}
 	return s.r.Read(p)
+}
+
+// ReadFrameInto reads a frame that fits into the caller's buffer (same storage, no allocation),
+// one that does not into a new buffer, and refuses the sizes ReadFrame refuses.
+func TestReadFrameInto(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	body := []byte("a frame of thirty-two bytes long")
+	frame, err := ReadFrameInto(bytes.NewReader(sizePrefixed(int32(len(body)), body)), 1<<20, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(frame, body) || unsafe.SliceData(frame) != unsafe.SliceData(buf) {
+		t.Fatalf("a frame that fits: got %q (same storage: %v)", frame, unsafe.SliceData(frame) == unsafe.SliceData(buf))
+	}
+	in := sizePrefixed(int32(len(body)), body)
+	r := bytes.NewReader(in)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(in)
+		_, _ = ReadFrameInto(r, 1<<20, buf)
+	})
+	if allocs > 1 { // at most the size prefix's array, escaping through io.Reader; never the frame
+		t.Errorf("%.0f allocations per frame that fits", allocs)
+	}
+
+	big := bytes.Repeat([]byte{7}, 100)
+	frame, err = ReadFrameInto(&smallReads{r: bytes.NewReader(sizePrefixed(int32(len(big)), big)), n: 9}, 1<<20, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(frame, big) || unsafe.SliceData(frame) == unsafe.SliceData(buf) {
+		t.Fatalf("a frame larger than the buffer: got %d bytes (same storage: %v)", len(frame), unsafe.SliceData(frame) == unsafe.SliceData(buf))
+	}
+
+	if _, err := ReadFrameInto(bytes.NewReader(sizePrefixed(-1, nil)), 1<<20, buf); !errors.Is(err, ErrFrameInvalid) {
+		t.Errorf("size -1: err = %v, want ErrFrameInvalid", err)
+	}
+	if _, err := ReadFrameInto(bytes.NewReader(sizePrefixed(65, make([]byte, 65))), 64, buf); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("size above max: err = %v, want ErrFrameTooLarge", err)
+	}
+	if _, err := ReadFrameInto(bytes.NewReader(sizePrefixed(32, body[:10])), 1<<20, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short body: err = %v, want io.ErrUnexpectedEOF", err)
+	}
 }
