@@ -679,6 +679,39 @@ func TestMetadataCacheUpdateAndDelete(t *testing.T) {
 	}
 }
 
+// Produce frames on one connection share their storage (conn.serve's produceBuf): a smaller
+// request read over a larger one, and a larger one that outgrows it, each append their own
+// batches, whole, with nothing left over from the request before.
+func TestProduceFramesReadIntoReusedStorage(t *testing.T) {
+	e := startServer(t, nil)
+	e.createTopic("t", 1)
+	c := dial(t, e.addr)
+	batches := [][]byte{
+		makeBatch(20, bytes.Repeat([]byte("a"), 400)),
+		makeBatch(2, []byte("b")),
+		makeBatch(50, bytes.Repeat([]byte("c"), 900)),
+		makeBatch(3, []byte("dd")),
+	}
+	for i, b := range batches {
+		rp := roundTrip[*kmsg.ProduceResponse](t, c, produceReq(7, -1, "t", 0, b)).Topics[0].Partitions[0]
+		if rp.ErrorCode != 0 {
+			t.Fatalf("produce %d: error %d", i, rp.ErrorCode)
+		}
+		// A metadata request between produces takes a fresh buffer, not the produce storage.
+		roundTrip[*kmsg.MetadataResponse](t, c, kmsg.NewPtrMetadataRequest())
+	}
+	p := e.reps.parts[rm.TopicPartition{Topic: "t", Partition: 0}]
+	if len(p.batches) != len(batches) {
+		t.Fatalf("%d batches appended, want %d", len(p.batches), len(batches))
+	}
+	for i, b := range batches {
+		// The fake stamps the base offset into the first 8 bytes; the rest must be as sent.
+		if !bytes.Equal(p.batches[i][8:], b[8:]) {
+			t.Errorf("batch %d differs from the one produced", i)
+		}
+	}
+}
+
 // TestBadInputClosesOnlyThatConnection: frame > socket.request.max.bytes, garbage, an
 // unknown key, an unadvertised version, an array length beyond the bytes sent
 // (KAFKA-14063) and trailing bytes each close their connection; another connection keeps

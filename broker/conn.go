@@ -101,11 +101,21 @@ func (c *conn) serve() {
 	defer recoverLog(c.log, "connection reader")
 
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// produceBuf is the storage Produce frames are read into, reused from one to the next.
+	// kmsg's decoded byte fields alias a frame, and other requests' handlers keep some of them
+	// (a group member's metadata, say), so every other frame gets a fresh buffer. A Produce's
+	// batches are appended before handleFrame returns (its handler runs on this goroutine and
+	// an acks=-1 produce parks only its offsets), so the next Produce may overwrite them. On
+	// this machine a fresh 1 MiB buffer per request also means touching fresh memory
+	// (docs/performance.md, "Why kfake runs slower here").
+	var produceBuf []byte
 	for {
-		// A fresh buffer per frame: kmsg's decoded byte fields (record batches) alias it,
-		// and produce batches are parked or appended after the next frame is read. A frame
-		// too short for a header is read, then refused by handleFrame (Kafka's rule).
-		frame, err := kproto.ReadFrame(br, c.s.cfg.SocketRequestMaxBytes)
+		// A frame too short for a header is read, then refused by handleFrame (Kafka's rule).
+		var buf []byte
+		if isProduceFrame(br, c.s.cfg.SocketRequestMaxBytes) {
+			buf = produceBuf
+		}
+		frame, err := kproto.ReadFrameInto(br, c.s.cfg.SocketRequestMaxBytes, buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
@@ -116,7 +126,34 @@ func (c *conn) serve() {
 			requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad request")
 			return
 		}
+		if isProduceKey(frame) && cap(frame) <= maxReusedProduceFrame {
+			produceBuf = frame[:0]
+		}
 	}
+}
+
+// maxReusedProduceFrame bounds the Produce frame storage a connection keeps between requests
+// (a larger request gets a buffer of its own, freed with it).
+const maxReusedProduceFrame = 16 << 20
+
+// isProduceFrame peeks at the next frame's API key without consuming anything. It looks only
+// when the size prefix is one the reader accepts (2 to max bytes), so a frame the reader refuses
+// at its size is refused at once, not after waiting here for bytes that never come.
+func isProduceFrame(br *bufio.Reader, max int32) bool {
+	head, err := br.Peek(4)
+	if err != nil {
+		return false
+	}
+	if n := int32(binary.BigEndian.Uint32(head)); n < 2 || n > max {
+		return false
+	}
+	head, err = br.Peek(6)
+	return err == nil && int16(binary.BigEndian.Uint16(head[4:])) == int16(kmsg.Produce)
+}
+
+// isProduceKey reports whether a frame (without its size prefix) is a Produce request.
+func isProduceKey(frame []byte) bool {
+	return len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == int16(kmsg.Produce)
 }
 
 // writeLoop writes completed responses in request order.
