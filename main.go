@@ -432,28 +432,44 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 // controller znode vanish), background log tasks, then the logs, whose Close writes the
 // clean-shutdown marker.
 func (b *runningBroker) shutdown() {
+	// Each step's duration goes into one summary line (docs/performance.md, "Controller at
+	// scale": where a controlled shutdown's time goes once the controller has answered).
+	steps := logrus.Fields{}
+	t := time.Now()
+	step := func(name string) {
+		now := time.Now()
+		steps[name] = now.Sub(t).Round(time.Millisecond)
+		t = now
+	}
 	if b.srv != nil {
 		if err := b.srv.Close(); err != nil {
 			b.log.WithError(err).Warn("closing the wire server")
 		}
 	}
+	step("stopServer")
 	if b.groups != nil {
 		b.groups.Close()
 	}
+	step("stopGroups")
 	if b.rmgr != nil {
 		b.rmgr.SetLeadershipListener(nil)
 		b.rmgr.Shutdown()
 	}
+	step("stopReplicas")
 	if b.zk != nil {
 		if err := b.zk.Close(); err != nil {
 			b.log.WithError(err).Warn("closing the ZooKeeper session")
 		}
 	}
+	step("stopZooKeeper")
 	b.bgCancel()
 	b.bg.Wait()
+	step("stopBackground")
 	if b.logs != nil {
 		if err := b.logs.Close(); err != nil {
 			b.log.WithError(err).Error("closing the logs")
 		}
 	}
+	step("stopLogs")
+	b.log.WithFields(steps).Info("stopped the components")
 }

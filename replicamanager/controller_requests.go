@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,7 +83,9 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 			mine = append(mine, st.TopicPartition)
 		}
 	}
+	start := time.Now()
 	createErrs := c.rm.createPartitions(mine)
+	created := time.Since(start)
 	var leaders, followers []PartitionState
 	stale := 0
 	for _, st := range req.Partitions {
@@ -120,10 +123,23 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	if stale > 0 {
 		log.WithField("partitions", stale).Info("ignoring LeaderAndIsr for partitions whose leader epoch is not newer")
 	}
+	led := time.Now()
 	c.makeLeaders(leaders)
+	followed := time.Now()
 	c.makeFollowers(followers, req.LiveLeaders)
 	c.rm.fetcher.ShutdownIdleFetcherThreads()
 	c.rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
+	// One summary line per request, with where the time went (docs/performance.md, "Controller
+	// at scale"); at info level only when it took long enough to matter.
+	took := time.Since(start)
+	sum := log.WithFields(logrus.Fields{"partitions": len(req.Partitions), "leaders": len(leaders), "followers": len(followers),
+		"createLogs": created.Round(time.Millisecond), "makeLeaders": followed.Sub(led).Round(time.Millisecond),
+		"makeFollowers": time.Since(followed).Round(time.Millisecond), "duration": took.Round(time.Millisecond)})
+	if took >= 100*time.Millisecond {
+		sum.Info("applied LeaderAndIsr")
+	} else {
+		sum.Debug("applied LeaderAndIsr")
+	}
 	return res
 }
 

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +44,9 @@ import (
 //	CTRLSCALE_PARTITIONS=300,3000 go test -run XXX -bench ControllerScale -benchtime 1x -timeout 60m ./tests/bench
 //
 // scripts/controller-scale.sh runs it and prints the table. CTRLSCALE_SHUTDOWN_LOG=1 (with -v)
-// logs the stopped broker's output from its "shutting down" line on.
+// logs the stopped broker's output from its "shutting down" line on. CTRLSCALE_PROFILE=DIR
+// turns on the brokers' profiling endpoints, saves a CPU profile of each broker taken during
+// the creation (CTRLSCALE_PROFILE_SECONDS long, default 8) and every broker's output to DIR.
 func BenchmarkControllerScale(b *testing.B) {
 	counts, err := partitionCounts(os.Getenv("CTRLSCALE_PARTITIONS"))
 	if err != nil {
@@ -90,13 +95,25 @@ type scaleResult struct {
 const scaleTopic = "ctrlscale"
 
 func controllerScale(b *testing.B, n int32) scaleResult {
-	c := cluster.Start(b, cluster.Options{Brokers: 3, SessionTimeout: 6 * time.Second})
+	profDir := os.Getenv("CTRLSCALE_PROFILE")
+	opts := cluster.Options{Brokers: 3, SessionTimeout: 6 * time.Second}
+	if profDir != "" {
+		opts.Overrides = map[string]string{"isrbroker.pprof.enable": "true"}
+	}
+	c := cluster.Start(b, opts)
 	ids := c.IDs()
+	if profDir != "" {
+		defer saveOutputs(b, c, ids, profDir)
+	}
 	var r scaleResult
 	// Bounds of every wait: generous, so a slow run is measured rather than failed.
 	limit := 2*time.Minute + time.Duration(n)*30*time.Millisecond
 
 	rssBefore := totalRSS(b, c, ids)
+	var profiles sync.WaitGroup
+	if profDir != "" {
+		profileCPU(c, ids, profDir, "create", &profiles)
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	adm := c.Admin()
@@ -119,6 +136,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 		return ok, msg
 	})
 	r.create = time.Since(start)
+	profiles.Wait()
 	b.Logf("creation of %d partitions: first seen %v", n, seen)
 	rssAfter := totalRSS(b, c, ids)
 	r.rssPerReplicaKiB = float64(rssAfter-rssBefore) / float64(3*n)
@@ -138,31 +156,13 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 			r.shutdownLeaders++
 		}
 	}
-	// Both ends are watched from the SIGTERM on: the process's exit, and (polling ZooKeeper in
-	// parallel) the moment no partition state names the broker as leader any more. Polling only
-	// after the exit would time the reads of every state while the controller handles the
-	// broker's failure on the same ZooKeeper.
+	// The end is the later of the process's exit and the moment no partition state names the
+	// broker as leader any more. That moment is read from ZooKeeper after the exit: the mtime of
+	// each formerly led partition's state, written when the controller moved its leadership (a
+	// later write of the same state only makes it later, never earlier). Polling the 3,000 states
+	// meanwhile would load the ZooKeeper and the two cores the controller is using, and add up
+	// to one polling round to the figure.
 	start = time.Now()
-	moved := make(chan time.Duration, 1)
-	go func() {
-		ok, _ := cluster.Poll(limit, func() (bool, string) {
-			states, err := readStatesErr(c, n)
-			if err != nil {
-				return false, err.Error()
-			}
-			for p, st := range states {
-				if st.Leader == victim {
-					return false, fmt.Sprintf("partition %d still led by the stopped broker %d", p, victim)
-				}
-			}
-			return true, ""
-		})
-		if !ok {
-			moved <- -1
-			return
-		}
-		moved <- time.Since(start)
-	}()
 	if err := syscall.Kill(c.Pid(victim), syscall.SIGTERM); err != nil {
 		b.Fatalf("SIGTERM broker %d: %v", victim, err)
 	}
@@ -170,10 +170,23 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 		b.Fatalf("broker %d did not exit within %v of SIGTERM", victim, limit)
 	}
 	exited := time.Since(start)
-	movedAfter := <-moved
-	if movedAfter < 0 {
-		b.Fatalf("broker %d still leads partitions %v after its SIGTERM", victim, limit)
-	}
+	var movedAfter time.Duration
+	cluster.WaitFor(b, limit, func() (bool, string) {
+		after, err := readStatesErr(c, n)
+		if err != nil {
+			return false, err.Error()
+		}
+		movedAfter = 0
+		for p, st := range after {
+			if st.Leader == victim {
+				return false, fmt.Sprintf("partition %d still led by the stopped broker %d", p, victim)
+			}
+			if states[p].Leader == victim {
+				movedAfter = max(movedAfter, st.Modified.Sub(start))
+			}
+		}
+		return true, ""
+	})
 	r.shutdown = max(exited, movedAfter)
 	b.Logf("controlled shutdown: SIGTERM at %s, leaders moved after %v, exited after %v",
 		start.UTC().Format("15:04:05.000"), movedAfter, exited)
@@ -371,4 +384,42 @@ func totalRSS(b *testing.B, c *cluster.Cluster, ids []int32) int64 {
 		}
 	}
 	return sum
+}
+
+// profileCPU fetches a CPU profile of every broker (docs/performance.md, "Profiling a broker")
+// into dir/<name>-<id>.pprof, for CTRLSCALE_PROFILE_SECONDS (default 8) from now.
+func profileCPU(c *cluster.Cluster, ids []int32, dir, name string, wg *sync.WaitGroup) {
+	secs := os.Getenv("CTRLSCALE_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "8"
+	}
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%s", c.Broker(id).MetricsAddr, secs)
+			resp, err := http.Get(url)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile of broker %d: %v\n", id, err)
+				return
+			}
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, id)), data, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile of broker %d: %v\n", id, err)
+			}
+		}()
+	}
+}
+
+// saveOutputs writes every broker's output to dir/broker-<id>.log.
+func saveOutputs(b *testing.B, c *cluster.Cluster, ids []int32, dir string) {
+	for _, id := range ids {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("broker-%d.log", id)), []byte(c.Output(id)), 0o644); err != nil {
+			b.Log(err)
+		}
+	}
 }

@@ -151,6 +151,9 @@ type PartitionState struct {
 	LeaderEpoch     int32   `json:"leader_epoch"`
 	ISR             []int32 `json:"isr"`
 	ZkVersion       int32   `json:"-"` // Stat.version
+	// Modified is Stat.mtime: when ZooKeeper applied the write of this version (the server's
+	// clock, the same machine's in these tests).
+	Modified time.Time `json:"-"`
 }
 
 // PartitionStatePath is the state znode of one partition.
@@ -169,6 +172,7 @@ func (c *Cluster) PartitionState(topic string, p int32) (PartitionState, error) 
 		return PartitionState{}, fmt.Errorf("%s: %q: %w", PartitionStatePath(topic, p), data, err)
 	}
 	st.ZkVersion = stat.Version
+	st.Modified = time.UnixMilli(stat.Mtime)
 	return st, nil
 }
 
