@@ -85,7 +85,10 @@ func (c *conn) close() {
 
 // complete hands the response of sl to the writer. Only the first call counts.
 func (sl *slot) complete(r reply) {
-	sl.once.Do(func() { sl.ch <- r })
+	sl.once.Do(func() {
+		sl.timing.responseCompleted()
+		sl.ch <- r
+	})
 }
 
 // serve runs the connection until it closes: this goroutine reads, a second one writes.
@@ -174,6 +177,7 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		}
+		sl.timing.responseTaken()
 		if r.fetch != nil {
 			var cuts []int
 			var err error
@@ -329,7 +333,9 @@ func (c *conn) enqueue(corr int32, timing requestTiming, start func(*slot)) erro
 	case <-c.done:
 		return net.ErrClosed
 	}
+	sl.timing.handlerStarted()
 	start(sl)
+	sl.timing.handlerReturned()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
@@ -8,15 +9,29 @@ import (
 )
 
 // Kafka's per-API request metrics (RequestChannel's RequestMetrics in Kafka 2.4):
-// kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<Api> (a meter) and
+// kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<Api> (a meter),
 // name=TotalTimeMs,request=<Api> (from the request read off the socket to its response
-// written, milliseconds). A fetch counts as "Fetch" and as "FetchConsumer" or "FetchFollower"
-// (replica_id >= 0), as Kafka 2.4 does. The request names are Kafka's ApiKeys names
-// (docs/metrics.md). Deviation: RequestsPerSec has no version key property (Kafka's has one
-// series per request version).
+// written, milliseconds) and its five phases, which add up to it (docs/metrics.md):
+//   - RequestQueueTimeMs: read → the handler starts (waiting for a response slot, as
+//     queued.max.requests, or for the first UpdateMetadata);
+//   - LocalTimeMs: the handler's own work (an append, a read);
+//   - RemoteTimeMs: parked in a purgatory after the handler returned (an acks=-1 produce
+//     waiting for the ISR, a fetch waiting for min_bytes);
+//   - ResponseQueueTimeMs: completed → the connection's writer takes it (earlier responses of
+//     the connection go first);
+//   - ResponseSendTimeMs: the writer writing it to the socket.
+//
+// A fetch counts as "Fetch" and as "FetchConsumer" or "FetchFollower" (replica_id >= 0), as
+// Kafka 2.4 does. The request names are Kafka's ApiKeys names. Deviation: RequestsPerSec has no
+// version key property (Kafka's has one series per request version).
 const (
-	metricRequestsPerSec = "RequestsPerSec"
-	metricTotalTimeMs    = "TotalTimeMs"
+	metricRequestsPerSec      = "RequestsPerSec"
+	metricTotalTimeMs         = "TotalTimeMs"
+	metricRequestQueueTimeMs  = "RequestQueueTimeMs"
+	metricLocalTimeMs         = "LocalTimeMs"
+	metricRemoteTimeMs        = "RemoteTimeMs"
+	metricResponseQueueTimeMs = "ResponseQueueTimeMs"
+	metricResponseSendTimeMs  = "ResponseSendTimeMs"
 )
 
 // kafkaAPINames are Kafka 2.4's ApiKeys names, by key.
@@ -47,17 +62,37 @@ func RequestMetricName(name, request string) string {
 	return "kafka.network:type=RequestMetrics,name=" + name + ",request=" + request
 }
 
-// apiMetrics is the request meter and total-time timer of one request name.
+// apiMetrics is the request meter, the total-time timer and its phases' timers of one request
+// name.
 type apiMetrics struct {
 	requests  metrics.Meter
 	totalTime metrics.Timer
+	phases    [numPhases]metrics.Timer // by requestPhase
 }
 
+// requestPhase indexes the phases of a request's total time, in order.
+type requestPhase int
+
+const (
+	phaseRequestQueue requestPhase = iota
+	phaseLocal
+	phaseRemote
+	phaseResponseQueue
+	phaseResponseSend
+	numPhases
+)
+
+var phaseMetricNames = [numPhases]string{metricRequestQueueTimeMs, metricLocalTimeMs, metricRemoteTimeMs, metricResponseQueueTimeMs, metricResponseSendTimeMs}
+
 func newAPIMetrics(reg metrics.Registry, request string) *apiMetrics {
-	return &apiMetrics{
+	m := &apiMetrics{
 		requests:  metrics.GetOrRegisterMeter(RequestMetricName(metricRequestsPerSec, request), reg),
 		totalTime: metrics.GetOrRegisterTimer(RequestMetricName(metricTotalTimeMs, request), reg),
 	}
+	for i, name := range phaseMetricNames {
+		m.phases[i] = metrics.GetOrRegisterTimer(RequestMetricName(name, request), reg)
+	}
+	return m
 }
 
 // requestMetrics holds every served key's metrics, made once at start so the request path
@@ -81,17 +116,33 @@ func newRequestMetrics(reg metrics.Registry) *requestMetrics {
 	return rm
 }
 
-// requestTiming is what a request's slot records once its response is written.
+// requestTiming is what a request's slot records once its response is written. The points in
+// time after start are offsets from it (monotonic). dequeued is set on the reader goroutine
+// before the handler runs and completed before the reply goes to the writer, so the writer sees
+// both; localDone is set on the reader goroutine after the handler returns, which may be after
+// the writer has written a response completed inside the handler, hence atomic.
 type requestTiming struct {
 	start time.Time   // the request frame was read
 	api   *apiMetrics // the request's API; nil: not counted
 	fetch *apiMetrics // FetchConsumer or FetchFollower for a fetch, else nil
+
+	dequeued  time.Duration // the handler started
+	localDone *atomic.Int64 // the handler returned (ns after start; 0: not yet)
+	completed time.Duration // the response was completed (slot.complete)
+	taken     time.Duration // the writer took the response
 }
+
+// handlerStarted, handlerReturned, responseCompleted and responseTaken mark the phase
+// boundaries (see the package comment above for what each phase is).
+func (t *requestTiming) handlerStarted()    { t.dequeued = time.Since(t.start) }
+func (t *requestTiming) handlerReturned()   { t.localDone.Store(int64(time.Since(t.start))) }
+func (t *requestTiming) responseCompleted() { t.completed = time.Since(t.start) }
+func (t *requestTiming) responseTaken()     { t.taken = time.Since(t.start) }
 
 // timing starts the timing of a request of key read at start; req is the decoded body (nil
 // when it was not decoded).
 func (rm *requestMetrics) timing(start time.Time, key int16, req kmsg.Request) requestTiming {
-	t := requestTiming{start: start}
+	t := requestTiming{start: start, localDone: new(atomic.Int64)}
 	if key >= 0 && int(key) < len(rm.byKey) {
 		t.api = rm.byKey[key]
 	}
@@ -105,17 +156,36 @@ func (rm *requestMetrics) timing(start time.Time, key int16, req kmsg.Request) r
 	return t
 }
 
-// record counts the request and its total time; called once its response is written (or,
-// for an acks=0 produce, completed without one).
+// record counts the request, its total time and its phases; called once its response is
+// written (or, for an acks=0 produce, completed without one). A response completed inside its
+// handler has no remote time: its local time ends at the completion (as Kafka's, whose
+// apiLocalCompleteTimeNanos is set by sendResponse when the handler answers itself).
 func (t requestTiming) record() {
 	if t.api == nil {
 		return
 	}
-	d := time.Since(t.start)
-	t.api.requests.Mark(1)
-	t.api.totalTime.Update(d)
-	if t.fetch != nil {
-		t.fetch.requests.Mark(1)
-		t.fetch.totalTime.Update(d)
+	total := time.Since(t.start)
+	local := t.completed
+	if t.localDone != nil {
+		if d := time.Duration(t.localDone.Load()); d > 0 && d < local {
+			local = d
+		}
+	}
+	phases := [numPhases]time.Duration{
+		phaseRequestQueue:  t.dequeued,
+		phaseLocal:         local - t.dequeued,
+		phaseRemote:        t.completed - local,
+		phaseResponseQueue: t.taken - t.completed,
+		phaseResponseSend:  total - t.taken,
+	}
+	for _, m := range []*apiMetrics{t.api, t.fetch} {
+		if m == nil {
+			continue
+		}
+		m.requests.Mark(1)
+		m.totalTime.Update(total)
+		for i, d := range phases {
+			m.phases[i].Update(max(d, 0))
+		}
 	}
 }

@@ -52,6 +52,42 @@ func TestRequestTiming(t *testing.T) {
 	requestTiming{}.record() // not counted: no panic
 }
 
+// The five phases split the total time at the handler's start and return, the completion and
+// the writer's take; a response completed inside its handler has no remote time.
+func TestRequestTimingPhases(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name                                  string
+		dequeued, localDone, completed, taken time.Duration
+		want                                  [numPhases]time.Duration // the send phase: at least
+	}{
+		{"parked (acks=-1)", 2 * ms, 5 * ms, 15 * ms, 16 * ms, [numPhases]time.Duration{2 * ms, 3 * ms, 10 * ms, 1 * ms, 4 * ms}},
+		{"answered in the handler", 2 * ms, 8 * ms, 6 * ms, 9 * ms, [numPhases]time.Duration{2 * ms, 4 * ms, 0, 3 * ms, 11 * ms}},
+		{"writer ahead of the handler's return", 1 * ms, 0, 3 * ms, 4 * ms, [numPhases]time.Duration{1 * ms, 2 * ms, 0, 1 * ms, 16 * ms}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := metrics.NewRegistry()
+			m := newRequestMetrics(reg)
+			tm := m.timing(time.Now().Add(-20*ms), int16(kmsg.Produce), kmsg.NewPtrProduceRequest())
+			tm.dequeued, tm.completed, tm.taken = c.dequeued, c.completed, c.taken
+			tm.localDone.Store(int64(c.localDone))
+			tm.record()
+			for i, name := range phaseMetricNames {
+				got := time.Duration(reg.Get(RequestMetricName(name, "Produce")).(metrics.Timer).Max())
+				if requestPhase(i) == phaseResponseSend {
+					if got < c.want[i] || got > c.want[i]+time.Second {
+						t.Errorf("%s = %v, want %v or a little more (the time since)", name, got, c.want[i])
+					}
+					continue
+				}
+				if got != c.want[i] {
+					t.Errorf("%s = %v, want %v", name, got, c.want[i])
+				}
+			}
+		})
+	}
+}
+
 func TestIdleSampler(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cpu := time.Duration(0)
