@@ -97,6 +97,7 @@ type runOpts struct {
 	rateMiB             float64
 	latencySeconds      float64
 	latencyLinger       time.Duration
+	phases              map[string]bool
 	pprof, profileDir   string
 	profileSeconds      int
 	keepTopics, verbose bool
@@ -115,8 +116,21 @@ func runCmd(args []string) error {
 	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile (CPU, mutex, block, allocs) during the RF=3 acks=all phase (isrbroker.pprof.enable)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "where the profiles go (with --pprof)")
 	fs.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU, mutex and block profiles")
+	phases := fs.String("phases", "rf1,consume,rf3,latency", "the phases to run, comma-separated (consume reads what rf1 produced)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	o.phases = map[string]bool{}
+	for _, p := range strings.Split(*phases, ",") {
+		switch p {
+		case "rf1", "consume", "rf3", "latency":
+			o.phases[p] = true
+		default:
+			return fmt.Errorf("--phases: unknown phase %q (rf1, consume, rf3, latency)", p)
+		}
+	}
+	if o.phases["consume"] && !o.phases["rf1"] {
+		return errors.New("--phases: consume reads what rf1 produced, so it needs rf1")
 	}
 	if o.records <= 0 {
 		return fmt.Errorf("--records must be positive, got %d", o.records)
@@ -208,29 +222,41 @@ func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
 	}
 
 	// 1. RF=1 acks=1, idempotence off (it needs acks=all).
-	res.ProduceRF1, err = produceAll(ctx, seeds, rf1, o.records, value, nil, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	if err != nil {
-		return nil, fmt.Errorf("produce RF=1 acks=1: %w", err)
+	if o.phases["rf1"] {
+		res.ProduceRF1, err = produceAll(ctx, seeds, rf1, o.records, value, nil, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		if err != nil {
+			return nil, fmt.Errorf("produce RF=1 acks=1: %w", err)
+		}
+		logf("%s round %d: produce RF=1 acks=1 %.1f MiB/s", o.target, o.round, res.ProduceRF1)
 	}
-	logf("%s round %d: produce RF=1 acks=1 %.1f MiB/s", o.target, o.round, res.ProduceRF1)
 
 	// 2. Consume the RF=1 topic from the start, direct (no group).
-	res.Consume, err = consumeAll(ctx, seeds, rf1, o.records)
-	if err != nil {
-		return nil, fmt.Errorf("consume: %w", err)
+	if o.phases["consume"] {
+		res.Consume, err = consumeAll(ctx, seeds, rf1, o.records)
+		if err != nil {
+			return nil, fmt.Errorf("consume: %w", err)
+		}
+		logf("%s round %d: consume %.1f MiB/s", o.target, o.round, res.Consume)
 	}
-	logf("%s round %d: consume %.1f MiB/s", o.target, o.round, res.Consume)
+	if !o.phases["rf3"] && !o.phases["latency"] {
+		return res, nil
+	}
 
 	// 3. RF=3 acks=all, min.insync.replicas=2, the client's default (idempotent) producer.
 	var prof func() error
 	if o.pprof != "" {
 		prof = startProfiles(o)
 	}
-	res.ProduceRF3, err = produceAll(ctx, seeds, rf3, o.records, value, prof)
-	if err != nil {
-		return nil, fmt.Errorf("produce RF=3 acks=all: %w", err)
+	if o.phases["rf3"] {
+		res.ProduceRF3, err = produceAll(ctx, seeds, rf3, o.records, value, prof)
+		if err != nil {
+			return nil, fmt.Errorf("produce RF=3 acks=all: %w", err)
+		}
+		logf("%s round %d: produce RF=3 acks=all %.1f MiB/s", o.target, o.round, res.ProduceRF3)
 	}
-	logf("%s round %d: produce RF=3 acks=all %.1f MiB/s", o.target, o.round, res.ProduceRF3)
+	if !o.phases["latency"] {
+		return res, nil
+	}
 
 	// 4. Acknowledgement latency at a steady rate, RF=3 acks=all.
 	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, o.latencyLinger, value)
