@@ -679,9 +679,9 @@ func TestMetadataCacheUpdateAndDelete(t *testing.T) {
 	}
 }
 
-// Produce frames on one connection share their storage (conn.serve's produceBuf): a smaller
-// request read over a larger one, and a larger one that outgrows it, each append their own
-// batches, whole, with nothing left over from the request before.
+// Produce frames are read into pooled buffers (produceBuffers): a smaller request read over a
+// larger one's buffer, and a larger one in another size class, each append their own batches,
+// whole, with nothing left over from the request before.
 func TestProduceFramesReadIntoReusedStorage(t *testing.T) {
 	e := startServer(t, nil)
 	e.createTopic("t", 1)
@@ -689,7 +689,7 @@ func TestProduceFramesReadIntoReusedStorage(t *testing.T) {
 	batches := [][]byte{
 		makeBatch(20, bytes.Repeat([]byte("a"), 400)),
 		makeBatch(2, []byte("b")),
-		makeBatch(50, bytes.Repeat([]byte("c"), 900)),
+		makeBatch(50, bytes.Repeat([]byte("c"), 2000)), // over 64 KiB: the next size class
 		makeBatch(3, []byte("dd")),
 	}
 	for i, b := range batches {
@@ -697,7 +697,7 @@ func TestProduceFramesReadIntoReusedStorage(t *testing.T) {
 		if rp.ErrorCode != 0 {
 			t.Fatalf("produce %d: error %d", i, rp.ErrorCode)
 		}
-		// A metadata request between produces takes a fresh buffer, not the produce storage.
+		// A metadata request between produces takes a fresh buffer, not a pooled one.
 		roundTrip[*kmsg.MetadataResponse](t, c, kmsg.NewPtrMetadataRequest())
 	}
 	p := e.reps.parts[rm.TopicPartition{Topic: "t", Partition: 0}]
@@ -814,6 +814,34 @@ func TestKgoProduceConsume(t *testing.T) {
 	for i, r := range got {
 		if r.Offset != int64(i) || string(r.Value) != string(rune('a'+i)) {
 			t.Fatalf("record %d: offset %d value %q", i, r.Offset, r.Value)
+		}
+	}
+}
+
+// The pool hands out power-of-two buffers from 64 KiB to 16 MiB that hold the size asked for,
+// takes back only its own sizes, and pools nothing larger.
+func TestBufferPoolClasses(t *testing.T) {
+	var p bufferPool
+	for _, c := range []struct{ n, want int }{
+		{0, 64 << 10}, {1, 64 << 10}, {64 << 10, 64 << 10}, {64<<10 + 1, 128 << 10},
+		{1 << 20, 1 << 20}, {1<<20 + 1, 2 << 20}, {16 << 20, 16 << 20},
+	} {
+		b := p.get(c.n)
+		if b == nil || cap(*b) != c.want || len(*b) != 0 {
+			t.Fatalf("get(%d): %v, want an empty buffer of capacity %d", c.n, b, c.want)
+		}
+	}
+	if b := p.get(16<<20 + 1); b != nil {
+		t.Errorf("get(16 MiB + 1) = buffer of %d, want nil (not pooled)", cap(*b))
+	}
+	b := p.get(100 << 10)
+	*b = append(*b, "used"...)
+	p.put(b)
+	odd := make([]byte, 0, 100<<10) // not a class size: dropped, never handed out
+	p.put(&odd)
+	for i := 0; i < 10; i++ {
+		if got := p.get(100 << 10); got != nil && (cap(*got) != 128<<10 || len(*got) != 0) {
+			t.Fatalf("get after put: capacity %d, length %d", cap(*got), len(*got))
 		}
 	}
 }

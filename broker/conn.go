@@ -104,19 +104,22 @@ func (c *conn) serve() {
 	defer recoverLog(c.log, "connection reader")
 
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	// produceBuf is the storage Produce frames are read into, reused from one to the next.
-	// kmsg's decoded byte fields alias a frame, and other requests' handlers keep some of them
-	// (a group member's metadata, say), so every other frame gets a fresh buffer. A Produce's
-	// batches are appended before handleFrame returns (its handler runs on this goroutine and
-	// an acks=-1 produce parks only its offsets), so the next Produce may overwrite them. On
-	// this machine a fresh 1 MiB buffer per request also means touching fresh memory
-	// (docs/performance.md, "Why kfake runs slower here").
-	var produceBuf []byte
 	for {
-		// A frame too short for a header is read, then refused by handleFrame (Kafka's rule).
+		// Produce frames are read into pooled buffers (produceBuffers): kmsg's decoded byte
+		// fields alias a frame, and a Produce's batches are appended before handleFrame
+		// returns (its handler runs on this goroutine; an acks=-1 produce parks only its
+		// offsets), so the buffer is free again after it. Other requests' handlers keep some
+		// decoded bytes (a group member's metadata): their frames get fresh buffers. On this
+		// machine a fresh 1 MiB buffer per request also means touching memory the host may have
+		// taken back (docs/performance.md, "Why kfake runs slower here"). A frame too short for
+		// a header is read, then refused by handleFrame (Kafka's rule).
+		var pooled *[]byte
+		if n, ok := peekProduceFrame(br, c.s.cfg.SocketRequestMaxBytes); ok {
+			pooled = produceBuffers.get(n)
+		}
 		var buf []byte
-		if isProduceFrame(br, c.s.cfg.SocketRequestMaxBytes) {
-			buf = produceBuf
+		if pooled != nil {
+			buf = *pooled
 		}
 		frame, err := kproto.ReadFrameInto(br, c.s.cfg.SocketRequestMaxBytes, buf)
 		if err != nil {
@@ -125,38 +128,84 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if err := c.handleFrame(frame); err != nil {
+		err = c.handleFrame(frame)
+		if pooled != nil {
+			produceBuffers.put(pooled)
+		}
+		if err != nil {
 			requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad request")
 			return
 		}
-		if isProduceKey(frame) && cap(frame) <= maxReusedProduceFrame {
-			produceBuf = frame[:0]
-		}
 	}
 }
 
-// maxReusedProduceFrame bounds the Produce frame storage a connection keeps between requests
-// (a larger request gets a buffer of its own, freed with it).
-const maxReusedProduceFrame = 16 << 20
-
-// isProduceFrame peeks at the next frame's API key without consuming anything. It looks only
-// when the size prefix is one the reader accepts (2 to max bytes), so a frame the reader refuses
-// at its size is refused at once, not after waiting here for bytes that never come.
-func isProduceFrame(br *bufio.Reader, max int32) bool {
+// peekProduceFrame reports the size of the next frame if it is a Produce request, without
+// consuming anything. It looks at the key only when the size prefix is one the reader accepts
+// (2 to max bytes), so a frame the reader refuses at its size is refused at once, not after
+// waiting here for bytes that never come.
+func peekProduceFrame(br *bufio.Reader, max int32) (int, bool) {
 	head, err := br.Peek(4)
 	if err != nil {
-		return false
+		return 0, false
 	}
-	if n := int32(binary.BigEndian.Uint32(head)); n < 2 || n > max {
-		return false
+	n := int32(binary.BigEndian.Uint32(head))
+	if n < 2 || n > max {
+		return 0, false
 	}
 	head, err = br.Peek(6)
-	return err == nil && int16(binary.BigEndian.Uint16(head[4:])) == int16(kmsg.Produce)
+	if err != nil || int16(binary.BigEndian.Uint16(head[4:])) != int16(kmsg.Produce) {
+		return 0, false
+	}
+	return int(n), true
 }
 
-// isProduceKey reports whether a frame (without its size prefix) is a Produce request.
-func isProduceKey(frame []byte) bool {
-	return len(frame) >= 2 && int16(binary.BigEndian.Uint16(frame)) == int16(kmsg.Produce)
+// bufferPool hands out byte buffers by power-of-two size class, from minPooledFrame to
+// maxPooledFrame bytes; larger frames are not pooled. Buffers that stay unused are freed with
+// the garbage collector's cycles (sync.Pool), so idle connections pin no memory.
+type bufferPool struct {
+	classes [numFrameClasses]sync.Pool
+}
+
+const (
+	minPooledFrameShift = 16 // 64 KiB
+	maxPooledFrameShift = 24 // 16 MiB
+	numFrameClasses     = maxPooledFrameShift - minPooledFrameShift + 1
+)
+
+// produceBuffers is the broker's pool of Produce frame buffers.
+var produceBuffers bufferPool
+
+// frameClass is the index of the smallest class whose buffers hold n bytes (-1: too large).
+func frameClass(n int) int {
+	c := 0
+	for n > 1<<(minPooledFrameShift+c) {
+		c++
+		if c == numFrameClasses {
+			return -1
+		}
+	}
+	return c
+}
+
+// get returns a buffer of capacity at least n, or nil when n is above the largest class.
+func (p *bufferPool) get(n int) *[]byte {
+	c := frameClass(n)
+	if c < 0 {
+		return nil
+	}
+	if b, ok := p.classes[c].Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1<<(minPooledFrameShift+c))
+	return &b
+}
+
+// put returns a buffer from get to its class.
+func (p *bufferPool) put(b *[]byte) {
+	if c := frameClass(cap(*b)); c >= 0 && cap(*b) == 1<<(minPooledFrameShift+c) {
+		*b = (*b)[:0]
+		p.classes[c].Put(b)
+	}
 }
 
 // writeLoop writes completed responses in request order.

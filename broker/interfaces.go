@@ -15,7 +15,7 @@ type Replicas interface {
 	// before the call (0, 1, -1). done is called exactly once, possibly on another
 	// goroutine, possibly later (acks=-1 waits in the delayed-produce purgatory). The bytes of
 	// entries are the connection's: they are appended (or refused) before AppendRecords
-	// returns and must not be kept, since the connection reads its next Produce into them.
+	// returns and must not be kept: the connection hands their buffer to a later Produce.
 	AppendRecords(timeout time.Duration, acks int16, entries map[rm.TopicPartition][]byte, done func(map[rm.TopicPartition]rm.ProduceResult))
 	// FetchMessages reads for a consumer or a follower; it handles min_bytes/max_wait
 	// (delayed fetch) itself; done is called exactly once.
