@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -112,12 +111,6 @@ type segment struct {
 	flushedSize   int64
 	idxPersisted  int
 	tidxPersisted int
-
-	// truncations counts truncateAt's cuts of f. Fetch regions chosen before a cut may be sent
-	// after it, when appends have written other batches at their positions; they carry the
-	// count they were chosen with and the send checks it (kproto.FileRegion, docs/performance.md,
-	// "Zero-copy reads").
-	truncations atomic.Uint64
 }
 
 func (s *segment) logPath() string { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
@@ -403,8 +396,6 @@ func (s *segment) markDeleted(delay time.Duration) {
 // truncateAt cuts the segment's file at pos (a batch boundary) and drops the index entries
 // at or after the cut; newLEO is the first offset removed (mu held for writing).
 func (s *segment) truncateAt(pos, newLEO int64, interval int32) error {
-	// Counted before the cut: bytes a region's reader finds changed imply a count it sees moved.
-	s.truncations.Add(1)
 	if err := s.f.Truncate(pos); err != nil {
 		return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
 	}
