@@ -154,9 +154,7 @@ func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxByte
 				var err error
 				if recs, err = files.ReadAll(nil); err != nil {
 					// The segment went away after the read (deleted, truncated or closed on a
-					// leadership change), or was truncated in place and may hold other batches
-					// at the regions' positions (kproto.ErrRegionChanged): the client refreshes
-					// its metadata and fetches again.
+					// leadership change): the client refreshes its metadata and fetches again.
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 					recs = nil
 				}

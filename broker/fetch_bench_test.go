@@ -22,8 +22,14 @@ import (
 //     with sendfile (kproto.WriteSplicedFetch).
 //
 // go test -run XXX -bench BenchmarkFetchResponse -benchmem ./broker (docs/performance.md)
-func BenchmarkFetchResponse(b *testing.B) {
-	const parts, perPart = 3, 1 << 20
+func BenchmarkFetchResponse(b *testing.B) { benchmarkFetchResponse(b, 1<<20) }
+
+// BenchmarkFetchResponseSmall is BenchmarkFetchResponse with one 16 KB batch per partition, a
+// follower's or a caught-up consumer's steady state, where a response's fixed costs show.
+func BenchmarkFetchResponseSmall(b *testing.B) { benchmarkFetchResponse(b, 16<<10) }
+
+func benchmarkFetchResponse(b *testing.B, perPart int) {
+	const parts = 3
 	batch := makeBatch(16, make([]byte, 1000))
 	data := bytes.Repeat(batch, perPart/len(batch))
 	f, err := os.Create(filepath.Join(b.TempDir(), "00000000000000000000.log"))
@@ -60,7 +66,7 @@ func BenchmarkFetchResponse(b *testing.B) {
 	rt.Topic = "t"
 	for p := int32(0); p < parts; p++ {
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 2*perPart
+		rp.Partition, rp.PartitionMaxBytes = p, int32(2*perPart)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)

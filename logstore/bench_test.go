@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 )
@@ -67,5 +68,34 @@ func benchmarkRandomReads(b *testing.B, read func(l *Log, off, leo int64) error)
 		if err := read(l, rng.Int63n(leo), leo); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTruncateCut is the cost of a truncation that removes the last batch of a segment of
+// size MB (segment.cutFile copies the kept bytes to a new file; docs/performance.md, "Truncation
+// under a send"), with the append of a batch at the same offset that follows it on a follower.
+func BenchmarkTruncateCut(b *testing.B) {
+	for _, mb := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
+			cfg := testConfig()
+			cfg.SegmentBytes = 128 << 20
+			l := newTestLog(b, cfg, nil)
+			batch := testBatch{records: 16, valueSize: 1000, baseTs: 1}.build()
+			for l.Size() < int64(mb)<<20 {
+				if _, err := l.AppendAsLeader(batch, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				leo := l.LogEndOffset()
+				if err := l.TruncateTo(leo - 16); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.AppendAsLeader(batch, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -13,10 +13,7 @@ import (
 // (Kafka's FileRecords.slice; docs/performance.md, "Zero-copy reads"). Only batch headers are
 // read. The regions stay valid while the segments' files are open: a region whose segment is
 // deleted, truncated or closed before it is sent fails to send (kproto.ErrShortFile, or a
-// closed file). A segment truncated in place (TruncateTo, a follower cutting its log to its
-// leader's epoch end offset) and then appended to holds other batches at a region's positions:
-// each region carries the segment's truncation count, checked after its bytes are read
-// (kproto.ErrRegionChanged).
+// closed file).
 func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -117,7 +114,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset int64, minOneBa
 		if p < limit {
 			stop = true
 		}
-		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p, Truncations: &s.truncations, Seen: s.truncations.Load()})
+		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p})
 		out.Len += p
 		budget -= p
 		if stop || budget <= 0 {

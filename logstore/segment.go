@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -112,12 +111,6 @@ type segment struct {
 	flushedSize   int64
 	idxPersisted  int
 	tidxPersisted int
-
-	// truncations counts truncateAt's cuts of f. Fetch regions chosen before a cut may be sent
-	// after it, when appends have written other batches at their positions; they carry the
-	// count they were chosen with and the send checks it (kproto.FileRegion, docs/performance.md,
-	// "Zero-copy reads").
-	truncations atomic.Uint64
 }
 
 func (s *segment) logPath() string { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
@@ -400,12 +393,15 @@ func (s *segment) markDeleted(delay time.Duration) {
 	removeAfter(renamed, delay)
 }
 
-// truncateAt cuts the segment's file at pos (a batch boundary) and drops the index entries
-// at or after the cut; newLEO is the first offset removed (mu held for writing).
+// truncateAt cuts the segment at pos (a batch boundary) and drops the index entries at or
+// after the cut; newLEO is the first offset removed (mu held for writing). When batches are
+// removed, the segment gets a new file holding the kept bytes (cutFile).
 func (s *segment) truncateAt(pos, newLEO int64, interval int32) error {
-	// Counted before the cut: bytes a region's reader finds changed imply a count it sees moved.
-	s.truncations.Add(1)
-	if err := s.f.Truncate(pos); err != nil {
+	if pos < s.size {
+		if err := s.cutFile(pos); err != nil {
+			return err
+		}
+	} else if err := s.f.Truncate(pos); err != nil { // nothing published is removed
 		return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
 	}
 	s.size = pos
@@ -425,6 +421,74 @@ func (s *segment) truncateAt(pos, newLEO int64, interval int32) error {
 		s.tidxPersisted = kt
 	}
 	return s.persistIndexes(s.ix.idx, s.ix.tidx, false)
+}
+
+// cutFile replaces the segment's file by a new file holding its first pos bytes, instead of
+// cutting the file in place, and closes the old one (mu held for writing).
+//
+// A fetch's file regions are chosen under the log's read lock and sent after it (sendfile,
+// Kafka's FileRecords.writeTo), and sendfile to a TCP socket queues references to the page
+// cache's pages, not copies: the bytes leave when the peer reads them (or the network card
+// sends them, again on a retransmission). A file cut in place changes pages such a send may
+// still hold: the cut zeroes the rest of its page, and a follower that truncated to its
+// leader's epoch end offset then appends the leader's batches at the same positions. The client
+// would receive bytes that were never at the offsets it read (for a follower, a divergent
+// replica). The old file's pages are never written again: its regions send the bytes that
+// were at their offsets when they were chosen, or fail once it is closed (the connection is
+// closed and the client fetches again). The kept bytes are copied in the kernel
+// (copy_file_range) and made durable first when the segment had flushed bytes, so that the
+// recovery point still holds; a truncation that removes batches is rare (a leadership change
+// on a replica with a divergent tail). docs/performance.md, "Zero-copy reads".
+func (s *segment) cutFile(pos int64) error {
+	tmp := s.logPath() + ".cut.tmp" // a leftover is removed on load (".tmp")
+	nf, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
+	}
+	fail := func(err error) error {
+		nf.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
+	}
+	if err := copyPrefix(nf, s.f, pos); err != nil {
+		return fail(err)
+	}
+	if s.flushedSize > 0 {
+		if err := nf.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.Rename(tmp, s.logPath()); err != nil {
+		return fail(err)
+	}
+	if s.flushedSize > 0 {
+		if err := syncDir(s.dir); err != nil {
+			nf.Close()
+			return fmt.Errorf("logstore: truncate %s: %w", s.logPath(), err)
+		}
+	}
+	old := s.f
+	s.f = nf
+	old.Close()
+	return nil
+}
+
+// copyPrefix copies the first n bytes of src to dst, with copy_file_range where the kernel
+// offers it (os.File.ReadFrom over an io.LimitedReader of an *os.File), by reading otherwise.
+// It moves both files' positions: src is the file being replaced, whose readers all read at
+// explicit offsets (ReadAt, sendfile with an offset).
+func copyPrefix(dst, src *os.File, n int64) error {
+	if _, err := dst.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	got, err := dst.ReadFrom(&io.LimitedReader{R: src, N: n})
+	if err == nil && got < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // lastOffset scans the segment for its last batch's last offset (s non-empty).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,26 +13,9 @@ import (
 // FileRegion is Len bytes of a segment file from position Pos: whole record batches exactly as
 // stored (S1), to be written to a socket without passing through user space (Kafka's
 // FileRecords.writeTo, which uses sendfile through FileChannel.transferTo).
-//
-// A region is chosen under the log's read lock and its bytes are read after the lock is
-// released. Appends only write past the segment's size, so the region's bytes stay those at
-// its offsets unless the segment is truncated in place (a follower truncating to its leader's
-// epoch end offset), after which appends write new batches at the same positions.
-// Truncations counts those truncations of File (the segment bumps it before cutting the file);
-// Seen is its value when the region was chosen. Bytes read from the region are the chosen ones
-// if Truncations still equals Seen after they were read (Unchanged); see WriteSplicedFetch and
-// docs/performance.md, "Zero-copy reads". A nil Truncations: a file never truncated in place.
 type FileRegion struct {
-	File        *os.File
-	Pos, Len    int64
-	Truncations *atomic.Uint64
-	Seen        uint64
-}
-
-// Unchanged reports whether r's file was not truncated in place since r was chosen: bytes read
-// from r before the call are the bytes that were at its offsets when it was chosen.
-func (r FileRegion) Unchanged() bool {
-	return r.Truncations == nil || r.Truncations.Load() == r.Seen
+	File     *os.File
+	Pos, Len int64
 }
 
 // FileRecords is the record set of one partition of a fetch response as regions of segment
@@ -48,26 +30,8 @@ type FileRecords struct {
 // incomplete and its connection must be closed.
 var ErrShortFile = errors.New("kproto: segment file shorter than the region read")
 
-// ErrRegionChanged is returned when a region's segment file was truncated in place after the
-// region was chosen (FileRegion.Unchanged): the bytes read may be batches appended later at the
-// same positions, never at the offsets read. A response being written is cut short before its
-// last byte and its connection must be closed; records read into memory are dropped.
-var ErrRegionChanged = errors.New("kproto: segment file truncated after the region was chosen")
-
-// Unchanged reports whether every region is Unchanged.
-func (fr FileRecords) Unchanged() bool {
-	for _, r := range fr.Regions {
-		if !r.Unchanged() {
-			return false
-		}
-	}
-	return true
-}
-
 // ReadAll appends the regions' bytes to dst with pread (the copying path: a response that must
-// be cut inside the set, or a connection sendfile cannot write to). It fails with
-// ErrRegionChanged, checked after the reads, when a region's file was truncated in place since
-// the regions were chosen.
+// be cut inside the set, or a connection sendfile cannot write to).
 func (fr FileRecords) ReadAll(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, make([]byte, fr.Len)...)
@@ -81,9 +45,6 @@ func (fr FileRecords) ReadAll(dst []byte) ([]byte, error) {
 			return dst[:start], fmt.Errorf("kproto: reading %d bytes at %d of %s: %w", r.Len, r.Pos, r.File.Name(), err)
 		}
 		p += n
-	}
-	if !fr.Unchanged() {
-		return dst[:start], ErrRegionChanged
 	}
 	return dst, nil
 }
@@ -128,7 +89,7 @@ func AppendSplicedFetch(dst []byte, correlationID int32, sf *SplicedFetch) (fram
 		if rb := sf.Resp.Topics[f.Topic].Partitions[f.Partition].RecordBatches; rb == nil || len(rb) != 0 {
 			return dst, nil, fmt.Errorf("kproto: spliced partition %d/%d must have an empty (not null) record set", f.Topic, f.Partition)
 		}
-		if f.Records.Len <= 0 || f.Records.Len > 1<<31-1 {
+		if f.Records.Len > 1<<31-1 {
 			return dst, nil, fmt.Errorf("kproto: spliced record set of %d bytes", f.Records.Len)
 		}
 	}
@@ -240,77 +201,21 @@ func fetchRecordSetEnds(b []byte, version int16) ([][]int, error) {
 // regions at its cut: the frame's bytes with w.Write, the regions with sendfile(2) when w is a
 // socket on Linux (WriteFileRegion), so record bytes never enter user space. An error leaves
 // a partial response on w: the caller closes the connection.
-//
-// The response's last byte is held back until every region's bytes have been read (sent) and
-// the regions are known Unchanged: a segment truncated in place meanwhile (a follower
-// truncating to its leader's epoch end offset, then appending at the same positions) may have
-// put other batches on the wire, so the response is left one byte short and ErrRegionChanged
-// returned. A Kafka client decodes a response only once its whole size-prefixed frame has
-// arrived: it never takes such bytes for the records at the offsets it asked for, it sees the
-// connection close and fetches again. When the frame ends with a region (the last partition is
-// spliced), that region's last byte is read with pread before the check and written after it.
 func WriteSplicedFetch(w io.Writer, frame []byte, cuts []int, sf *SplicedFetch) error {
-	// The region whose last byte is held back when the frame ends with regions: the last
-	// non-empty one of the last spliced partition (AppendSplicedFetch refuses empty ones).
-	lastK, lastR := -1, -1
-	if n := len(cuts); n > 0 && cuts[n-1] == len(frame) {
-		lastK = n - 1
-		for i, r := range sf.Files[lastK].Records.Regions {
-			if r.Len > 0 {
-				lastR = i
-			}
-		}
-		if lastR < 0 {
-			return fmt.Errorf("kproto: spliced partition %d has no records", lastK)
-		}
-	}
-	var held [1]byte
 	prev := 0
 	for k, cut := range cuts {
-		if cut > prev {
-			if _, err := w.Write(frame[prev:cut]); err != nil {
-				return err
-			}
+		if _, err := w.Write(frame[prev:cut]); err != nil {
+			return err
 		}
-		for i, r := range sf.Files[k].Records.Regions {
-			if k == lastK && i == lastR {
-				r.Len--
-				if err := WriteFileRegion(w, r); err != nil {
-					return err
-				}
-				if err := readHeld(r, held[:]); err != nil {
-					return err
-				}
-				continue
-			}
+		for _, r := range sf.Files[k].Records.Regions {
 			if err := WriteFileRegion(w, r); err != nil {
 				return err
 			}
 		}
 		prev = cut
 	}
-	for _, f := range sf.Files {
-		if !f.Records.Unchanged() {
-			return ErrRegionChanged
-		}
-	}
-	tail := frame[prev:]
-	if lastK >= 0 {
-		tail = held[:]
-	}
-	_, err := w.Write(tail)
+	_, err := w.Write(frame[prev:])
 	return err
-}
-
-// readHeld reads the byte of r's file just after r (r.Len was shortened by one) into b.
-func readHeld(r FileRegion, b []byte) error {
-	if n, err := r.File.ReadAt(b, r.Pos+r.Len); n < len(b) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = ErrShortFile
-		}
-		return fmt.Errorf("kproto: reading byte %d of %s: %w", r.Pos+r.Len, r.File.Name(), err)
-	}
-	return nil
 }
 
 // copyRegion is WriteFileRegion's copying path: pread through a small pooled buffer.

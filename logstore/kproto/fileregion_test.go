@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,9 +42,9 @@ func fetchFixture(t *testing.T, version int16) (mem *kmsg.FetchResponse, sf *Spl
 			regions []FileRegion
 			aborted bool
 		}{
-			{0, []FileRegion{{File: f, Pos: 100, Len: 2000}, {File: f, Pos: 5000, Len: 3000}}, false},
+			{0, []FileRegion{{f, 100, 2000}, {f, 5000, 3000}}, false},
 			{1, nil, false},
-			{2, []FileRegion{{File: f, Pos: 0, Len: 1}}, true},
+			{2, []FileRegion{{f, 0, 1}}, true},
 		} {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, rp.PreferredReadReplica = p.part, 42, 41, 1, -1
@@ -194,134 +193,5 @@ func TestAppendSplicedFetchErrors(t *testing.T) {
 	flex.Files = nil
 	if _, _, err := AppendSplicedFetch(nil, 1, &flex); err == nil {
 		t.Error("flexible version accepted")
-	}
-}
-
-// hookWriter calls hook once, the first time more than after bytes have been written to it
-// (Write only: no ReadFrom, so that io.Copy writes through it).
-type hookWriter struct {
-	buf   bytes.Buffer
-	after int
-	hook  func()
-}
-
-func (w *hookWriter) Len() int { return w.buf.Len() }
-
-func (w *hookWriter) Write(p []byte) (int, error) {
-	n, err := w.buf.Write(p)
-	if w.hook != nil && w.Len() > w.after {
-		w.hook()
-		w.hook = nil
-	}
-	return n, err
-}
-
-// A segment truncated in place while its region is being sent (the count is bumped once the
-// region's first bytes are out) may have put other batches on the wire: the response is never
-// completed (one byte short when it ends with the region, its tail held back otherwise) and
-// WriteSplicedFetch fails with ErrRegionChanged, through the copying path and through a socket
-// (sendfile); unchanged regions are written whole. docs/performance.md, "Zero-copy reads".
-func TestWriteSplicedFetchHoldsBackTheLastByteUntilRegionsChecked(t *testing.T) {
-	const size = 4 << 20 // far more than the socket buffers below: the send blocks on the reader
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i * 13)
-	}
-	f, err := os.Create(filepath.Join(t.TempDir(), "00000000000000000000.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	response := func(tail bool, truncations *atomic.Uint64) (*SplicedFetch, []byte, []int) {
-		resp := kmsg.NewPtrFetchResponse()
-		resp.Version = 11
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.RecordBatches = []byte{}
-		rt.Partitions = append(rt.Partitions, rp)
-		if tail { // a second partition after the spliced one: the frame ends with kmsg's bytes
-			rp2 := kmsg.NewFetchResponseTopicPartition()
-			rp2.Partition, rp2.RecordBatches = 1, []byte{}
-			rt.Partitions = append(rt.Partitions, rp2)
-		}
-		resp.Topics = append(resp.Topics, rt)
-		fr := FileRecords{Len: size, Regions: []FileRegion{
-			{File: f, Pos: 0, Len: size / 2, Truncations: truncations, Seen: truncations.Load()},
-			{File: f, Pos: size / 2, Len: size / 2, Truncations: truncations, Seen: truncations.Load()},
-		}}
-		sf := &SplicedFetch{Resp: resp, Files: []SplicedPartition{{Records: fr}}}
-		frame, cuts, err := AppendSplicedFetch(nil, 9, sf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sf, frame, cuts
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	for _, tail := range []bool{false, true} {
-		for _, truncated := range []bool{false, true} {
-			var truncations atomic.Uint64
-			truncations.Store(3)
-			sf, frame, cuts := response(tail, &truncations)
-			whole := len(frame) + size
-			tailLen := len(frame) - cuts[0]
-			if tail != (tailLen > 0) {
-				t.Fatalf("fixture: tail %v, %d bytes after the cut", tail, tailLen)
-			}
-			wantLen, wantErr := whole, error(nil)
-			if truncated {
-				wantLen, wantErr = whole-max(tailLen, 1), ErrRegionChanged
-			}
-			hook := func() {
-				if truncated {
-					truncations.Add(1) // what segment.truncateAt does before cutting the file
-				}
-			}
-
-			w := &hookWriter{after: cuts[0], hook: hook}
-			err := WriteSplicedFetch(w, frame, cuts, sf)
-			if w.Len() != wantLen || !errors.Is(err, wantErr) {
-				t.Fatalf("copy, tail %v, truncated %v: wrote %d of %d bytes, error %v; want %d bytes, %v", tail, truncated, w.Len(), whole, err, wantLen, wantErr)
-			}
-
-			// Through a socket: the reader bumps the count once the region's first bytes
-			// arrive, while the sender is still blocked in sendfile on the full buffers.
-			truncations.Store(3)
-			got := make(chan int, 1)
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					got <- -1
-					return
-				}
-				defer c.Close()
-				c.(*net.TCPConn).SetReadBuffer(64 << 10)
-				first := make([]byte, cuts[0]+1)
-				if _, err := io.ReadFull(c, first); err != nil {
-					got <- -1
-					return
-				}
-				hook()
-				n, _ := io.Copy(io.Discard, c)
-				got <- len(first) + int(n)
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.(*net.TCPConn).SetWriteBuffer(64 << 10)
-			err = WriteSplicedFetch(c, frame, cuts, sf)
-			c.Close()
-			if n := <-got; n != wantLen || !errors.Is(err, wantErr) {
-				t.Fatalf("socket, tail %v, truncated %v: %d of %d bytes arrived, error %v; want %d bytes, %v", tail, truncated, n, whole, err, wantLen, wantErr)
-			}
-		}
 	}
 }
