@@ -31,43 +31,8 @@ var (
 // doubling, so a size that lies (KAFKA-14063) costs no more memory than the bytes really sent.
 // Every call returns a fresh buffer: kmsg's decoded byte fields (record batches) alias it.
 func ReadFrame(r io.Reader, max int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 0 {
-		return nil, fmt.Errorf("%w: %d", ErrFrameInvalid, n)
-	}
-	if n > max {
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
-	}
-	return readFrameBody(r, n)
+	return ReadFrameInto(r, max, nil)
 }
-
-// readFrameBody reads a frame's n bytes into a new buffer that grows as bytes arrive.
-func readFrameBody(r io.Reader, n int32) ([]byte, error) {
-	buf := make([]byte, 0, min(int(n), frameInitialCap))
-	for len(buf) < int(n) {
-		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(int(n), 2*cap(buf)))
-			copy(nb, buf)
-			buf = nb
-		}
-		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
-// frameInitialCap is ReadFrame's first allocation for a frame that claims more.
-const frameInitialCap = 1 << 20
 
 // ReadFrameInto is ReadFrame reading into buf's storage when the frame fits its capacity, and
 // into a new buffer (grown as ReadFrame's) when it does not. The frame it returns aliases buf
@@ -85,17 +50,31 @@ func ReadFrameInto(r io.Reader, max int32, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, n, max)
 	}
 	if int(n) > cap(buf) {
-		return readFrameBody(r, n)
+		// A new buffer that grows as bytes arrive.
+		buf = make([]byte, 0, min(int(n), frameInitialCap))
+	} else {
+		buf = buf[:0]
 	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	for len(buf) < int(n) {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(int(n), 2*cap(buf)))
+			copy(nb, buf)
+			buf = nb
 		}
-		return nil, err
+		k, err := io.ReadFull(r, buf[len(buf):min(int(n), cap(buf))])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
-	return buf, nil
+	return buf[:n], nil
 }
+
+// frameInitialCap is ReadFrame's first allocation for a frame that claims more.
+const frameInitialCap = 1 << 20
 
 // RequestHeader is the request header (v0–v2), parsed by hand as kmsg has no type for it.
 type RequestHeader struct {
