@@ -134,8 +134,12 @@ type requestTiming struct {
 
 // handlerStarted, handlerReturned, responseCompleted and responseTaken mark the phase
 // boundaries (see the package comment above for what each phase is).
-func (t *requestTiming) handlerStarted()    { t.dequeued = time.Since(t.start) }
-func (t *requestTiming) handlerReturned()   { t.localDone.Store(int64(time.Since(t.start))) }
+func (t *requestTiming) handlerStarted() { t.dequeued = time.Since(t.start) }
+func (t *requestTiming) handlerReturned() {
+	if t.localDone != nil { // nil: a timing not made by requestMetrics.timing (not counted)
+		t.localDone.Store(int64(time.Since(t.start)))
+	}
+}
 func (t *requestTiming) responseCompleted() { t.completed = time.Since(t.start) }
 func (t *requestTiming) responseTaken()     { t.taken = time.Since(t.start) }
 
