@@ -698,8 +698,16 @@ func (m *Manager) Close() error {
 	if first != nil {
 		return first
 	}
+	// The marker is an empty file: only its presence says anything, so it is created in place
+	// (no temporary file to fsync and rename) and made durable by a directory fsync, after the
+	// checkpoints' own. A crash before that fsync leaves no marker: recovery runs, as after any
+	// crash.
 	for _, dir := range m.dirs {
-		if err := writeFileAtomic(filepath.Join(dir, cleanShutdownFile), nil); err != nil && first == nil {
+		err := os.WriteFile(filepath.Join(dir, cleanShutdownFile), nil, 0o644)
+		if err == nil {
+			err = m.syncDir(dir)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}

@@ -263,3 +263,57 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 		t.Fatal("a new manager's first HW checkpoint was skipped")
 	}
 }
+
+// TestEpochCheckpointDirSyncDeferred: a new leader's epoch entry is in the checkpoint file at
+// once, its directory fsync waits for a flush that moves the recovery point past the entry's
+// start (a flush of an empty log, or Close of one, needs none), and a reopen sees the synced
+// entry.
+func TestEpochCheckpointDirSyncDeferred(t *testing.T) {
+	l := newTestLog(t, testConfig(), nil)
+	pending := func() int64 {
+		l.epochs.unsyncedMu.Lock()
+		defer l.epochs.unsyncedMu.Unlock()
+		return l.epochs.unsyncedFrom
+	}
+	l.AssignEpochStartOffset(2, 0)
+	if got, err := readEpochCheckpoint(l.epochs.path); err != nil || !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("checkpoint %v %v, want [{2 0}]", got, err)
+	}
+	if pending() != 0 {
+		t.Fatalf("unsynced from %d, want 0", pending())
+	}
+	if err := l.Flush(); err != nil { // nothing to flush: the rename may stay pending
+		t.Fatal(err)
+	}
+	if pending() != 0 {
+		t.Fatalf("after an empty flush: unsynced from %d, want 0", pending())
+	}
+	mustAppend(t, l, testBatch{records: 3}.build(), 2)
+	if err := l.Flush(); err != nil { // the recovery point passes offset 0: synced
+		t.Fatal(err)
+	}
+	if pending() != noUnsynced {
+		t.Fatalf("after a flush past the entry: unsynced from %d", pending())
+	}
+	l.AssignEpochStartOffset(5, 3)
+	if pending() != 3 {
+		t.Fatalf("unsynced from %d, want 3", pending())
+	}
+	if err := l.Close(); err != nil { // LEO 3: no batch of epoch 5, no fsync needed
+		t.Fatal(err)
+	}
+	if pending() != 3 {
+		t.Fatalf("after Close: unsynced from %d, want 3", pending())
+	}
+	lg, _ := testLogger()
+	l2, err := openLog(loadParams{tp: l.tp, dir: l.dir, cfg: testConfig(), logStart: -1, hw: -1, recoveryPoint: 3, clean: true, log: lg, now: newFakeClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	// The loader drops entries at or after the LEO (truncateFromEnd), synced or not: an epoch
+	// without batches is not kept across a restart either way.
+	if got := l2.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("reopened epochs %v, want [{2 0}]", got)
+	}
+}
