@@ -168,7 +168,7 @@ func (ld *logLoader) load(p loadParams) error {
 // base and an empty leader epoch cache (what load computes for an empty directory).
 func (ld *logLoader) loadNew(p loadParams) error {
 	start := max(p.logStart, 0)
-	s := &segment{base: start, dir: ld.dir, ix: newIndexState(start), created: ld.now()}
+	s := &segment{base: start, dir: ld.dir, ix: newIndexState(start), created: ld.now(), noIndexFiles: true}
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
