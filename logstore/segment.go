@@ -530,8 +530,11 @@ func (s *segment) firstBatchMaxTimestamp() int64 {
 }
 
 // lastModified is the segment file's modification time in ms (LogSegment.lastModified).
-func (s *segment) lastModified() int64 {
-	fi, err := s.f.Stat()
+func (s *segment) lastModified() int64 { return fileModTime(s.f) }
+
+// fileModTime is f's last modification time in Unix milliseconds (0 when it cannot be read).
+func fileModTime(f *os.File) int64 {
+	fi, err := f.Stat()
 	if err != nil {
 		return 0
 	}
