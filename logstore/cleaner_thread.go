@@ -68,8 +68,12 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 	gen := l.cleaning.gen
 	segs := append([]*segment(nil), l.segs[:len(l.segs)-1]...)
 	sizes := make([]int64, len(segs))
+	// The files as of now: a truncation that removes batches gives a segment a new file
+	// (segment.cutFile) while the cleaner reads the old one, which then fails on the closed
+	// file or is aborted by the cleaning generation.
+	files := make([]*os.File, len(segs))
 	for i, s := range segs {
-		sizes[i] = s.size
+		sizes[i], files[i] = s.size, s.f
 	}
 	cfg := l.cfg
 	l.mu.RUnlock()
@@ -88,9 +92,9 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 	// tombstones of segments last modified before this horizon are removed: delete.retention.ms
 	// before the last modification of the last clean segment
 	deleteHorizonMs := int64(0)
-	for _, s := range segs {
+	for i, s := range segs {
 		if s.base < ltc.firstDirty {
-			deleteHorizonMs = s.lastModified() - cfg.DeleteRetentionMs
+			deleteHorizonMs = fileModTime(files[i]) - cfg.DeleteRetentionMs
 		}
 	}
 
@@ -115,9 +119,9 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 			l.mu.RUnlock()
 		}
 		var err error
-		full, err = t.mapSegment(s, startPos, sizes[i], ltc.firstDirty, &stats, abort)
+		full, err = t.mapSegment(s, files[i], startPos, sizes[i], ltc.firstDirty, &stats, abort)
 		if err != nil {
-			return stats, err
+			return stats, abortedOr(abort, err)
 		}
 		if !full {
 			t.omap.updateLatest(end - 1)
@@ -144,8 +148,8 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 	n := sort.Search(len(segs), func(i int) bool { return segs[i].base >= endOffset })
 	maxGroupBytes := min(cfg.SegmentBytes, math.MaxInt32)
 	for _, g := range groupSegments(segs[:n], sizes[:n], maxGroupBytes, ltc.firstUncleanable) {
-		if err := t.cleanSegments(l, gen, segs[g[0]:g[1]], sizes[g[0]:g[1]], deleteHorizonMs, lastOfProducer, cfg, &stats, abort); err != nil {
-			return stats, err
+		if err := t.cleanSegments(l, gen, segs[g[0]:g[1]], files[g[0]:g[1]], sizes[g[0]:g[1]], deleteHorizonMs, lastOfProducer, cfg, &stats, abort); err != nil {
+			return stats, abortedOr(abort, err)
 		}
 		stats.groupsDone++
 		stats.segmentsCleaned += g[1] - g[0]
@@ -202,12 +206,21 @@ func groupSegments(segs []*segment, sizes []int64, maxBytes int64, firstUncleana
 	return groups
 }
 
-// forEachBatch reads the whole batches of s in [startPos, size) in order.
-func forEachBatch(s *segment, startPos, size int64, fn func(b []byte, h BatchHeader) error) error {
+// abortedOr returns abort's error when the cleaning was aborted meanwhile (a truncation closes
+// the file of a segment it cuts, segment.cutFile, so reading it fails first), else err.
+func abortedOr(abort func() error, err error) error {
+	if aerr := abort(); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// forEachBatch reads the whole batches of s, from its file f, in [startPos, size) in order.
+func forEachBatch(s *segment, f *os.File, startPos, size int64, fn func(b []byte, h BatchHeader) error) error {
 	if startPos >= size {
 		return nil
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(s.f, startPos, size-startPos), 1<<20)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, startPos, size-startPos), 1<<20)
 	var buf []byte
 	for pos := startPos; pos < size; {
 		if size-pos < batchHeaderSize {
@@ -244,11 +257,11 @@ func forEachBatch(s *segment, startPos, size int64, fn func(b []byte, h BatchHea
 // mapSegment adds the keys of s's records at or after firstDirty to the offset map
 // (buildOffsetMapForSegment). It reports full when the map reached its load factor; the
 // map's latest offset then is the last record mapped.
-func (t *cleanerThread) mapSegment(s *segment, startPos, size, firstDirty int64, stats *cleanerStats, abort func() error) (bool, error) {
+func (t *cleanerThread) mapSegment(s *segment, f *os.File, startPos, size, firstDirty int64, stats *cleanerStats, abort func() error) (bool, error) {
 	maxEntries := t.omap.maxEntries()
 	full := false
 	errFull := errors.New("full")
-	err := forEachBatch(s, startPos, size, func(b []byte, h BatchHeader) error {
+	err := forEachBatch(s, f, startPos, size, func(b []byte, h BatchHeader) error {
 		if err := abort(); err != nil {
 			return err
 		}
@@ -286,7 +299,7 @@ func (t *cleanerThread) mapSegment(s *segment, startPos, size, firstDirty int64,
 
 // cleanSegments cleans one group into a single replacement segment and swaps it in
 // (Cleaner.cleanSegments, cleanInto).
-func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, sizes []int64, deleteHorizonMs int64,
+func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, files []*os.File, sizes []int64, deleteHorizonMs int64,
 	lastOfProducer map[int64]int64, cfg Config, stats *cleanerStats, abort func() error) (err error) {
 	base := group[0].base
 	paths := cleanedPaths(l.dir, base)
@@ -326,8 +339,8 @@ func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, size
 	}
 	latest := t.omap.latest
 	for gi, s := range group {
-		retainDeletes := s.lastModified() > deleteHorizonMs
-		err := forEachBatch(s, 0, sizes[gi], func(b []byte, h BatchHeader) error {
+		retainDeletes := fileModTime(files[gi]) > deleteHorizonMs
+		err := forEachBatch(s, files[gi], 0, sizes[gi], func(b []byte, h BatchHeader) error {
 			if err := abort(); err != nil {
 				return err
 			}
@@ -394,7 +407,7 @@ func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, size
 		return err
 	}
 	// the cleaned segment keeps the last modification time of the segments it replaces
-	mtime := time.UnixMilli(group[len(group)-1].lastModified())
+	mtime := time.UnixMilli(fileModTime(files[len(files)-1]))
 	if err := os.Chtimes(paths.log, mtime, mtime); err != nil {
 		return err
 	}

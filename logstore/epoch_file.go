@@ -1,6 +1,13 @@
 package logstore
 
-import "github.com/sirupsen/logrus"
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+)
 
 // leaderEpochs is a log's leader epoch cache together with its leader-epoch-checkpoint file
 // (Kafka's LeaderEpochFileCache, split here into the pure epochCache and this file wrapper).
@@ -9,7 +16,15 @@ import "github.com/sirupsen/logrus"
 type leaderEpochs struct {
 	epochCache
 	path string // <partition dir>/leader-epoch-checkpoint
+
+	// unsyncedMu guards unsyncedFrom: the smallest start offset of an entry whose checkpoint
+	// rename is not yet durable (persistDeferred), noUnsynced if none.
+	unsyncedMu   sync.Mutex
+	unsyncedFrom int64
 }
+
+// noUnsynced: every checkpoint rename is durable.
+const noUnsynced = math.MaxInt64
 
 // load fills the cache from the checkpoint file; an unreadable file leaves the cache empty
 // (recovery rebuilds the entries of the batches it re-validates).
@@ -29,6 +44,49 @@ func (e *leaderEpochs) persist(entries []EpochEntry) error {
 	return writeFileAtomic(e.path, formatEpochCheckpoint(entries))
 }
 
+// persistDeferred writes entries as persist does, the file fsynced and renamed over the old
+// one (Kafka 2.4's checkpoint write, docs/kafka-facts.md section 6), but leaves the fsync of
+// the partition directory that makes the rename durable to syncBefore, for entries starting at
+// from or later. Until a batch at or after from is below the recovery point, losing the rename
+// in a crash loses nothing recovery would not rebuild: the batches above the recovery point
+// are re-validated and their epochs re-entered, and an entry at or after the LEO (an epoch with
+// no batch yet) is dropped by the loader anyway (truncateFromEnd). A new leader's checkpoint (a LeaderAndIsr for a new topic makes thousands) so
+// costs one fsync instead of two (docs/performance.md, "Controller at scale").
+func (e *leaderEpochs) persistDeferred(entries []EpochEntry, from int64) error {
+	if err := writeSynced(e.path+".tmp", formatEpochCheckpoint(entries)); err != nil {
+		return err
+	}
+	if err := os.Rename(e.path+".tmp", e.path); err != nil {
+		return err
+	}
+	e.unsyncedMu.Lock()
+	e.unsyncedFrom = min(e.unsyncedFrom, from)
+	e.unsyncedMu.Unlock()
+	return nil
+}
+
+// syncBefore makes the deferred renames durable (one fsync of the partition directory) when
+// an entry they wrote starts below offset: called before the recovery point is raised to
+// offset. The caller must have read offset after the appends it covers, so that the
+// persistDeferred before those appends is seen here.
+func (e *leaderEpochs) syncBefore(offset int64) error {
+	e.unsyncedMu.Lock()
+	from := e.unsyncedFrom
+	if from >= offset {
+		e.unsyncedMu.Unlock()
+		return nil
+	}
+	e.unsyncedFrom = noUnsynced
+	e.unsyncedMu.Unlock()
+	if err := syncDir(filepath.Dir(e.path)); err != nil {
+		e.unsyncedMu.Lock()
+		e.unsyncedFrom = min(e.unsyncedFrom, from)
+		e.unsyncedMu.Unlock()
+		return err
+	}
+	return nil
+}
+
 // LatestEpoch returns the latest cached leader epoch.
 func (l *Log) LatestEpoch() (int32, bool) {
 	l.mu.RLock()
@@ -39,7 +97,8 @@ func (l *Log) LatestEpoch() (int32, bool) {
 
 // AssignEpochStartOffset records (epoch -> startOffset) with epochCache.assign's semantics;
 // makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). The cache is
-// persisted to leader-epoch-checkpoint on every change.
+// persisted to leader-epoch-checkpoint on every change, the directory fsync deferred until a
+// flush needs it (persistDeferred).
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -48,7 +107,8 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
 	if changed {
-		if err := l.epochs.persist(epochs); err != nil {
+		// The entries an assign can change start at startOffset or later.
+		if err := l.epochs.persistDeferred(epochs, startOffset); err != nil {
 			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
 		}
 	}

@@ -83,6 +83,11 @@ func (f *logFlusher) flushTo(offset int64) error {
 			return fmt.Errorf("logstore: writing indexes of %s: %w", j.s.logPath(), err)
 		}
 	}
+	// The leader epochs of the batches about to fall below the recovery point must survive a
+	// crash: recovery will not re-read those batches.
+	if err := l.epochs.syncBefore(offset); err != nil {
+		return fmt.Errorf("logstore: fsync %s: %w", l.dir, err)
+	}
 	l.mu.Lock()
 	if offset > l.recoveryPoint {
 		l.recoveryPoint = offset
@@ -111,6 +116,9 @@ func (f *logFlusher) flushAll() error {
 		if err := s.persistIndexes(s.ix.idx, s.ix.tidx, true); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := l.epochs.syncBefore(leo); err != nil && first == nil { // as in flushTo
+		first = err
 	}
 	if first == nil {
 		l.mu.Lock()

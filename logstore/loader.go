@@ -162,6 +162,23 @@ func (ld *logLoader) load(p loadParams) error {
 	return nil
 }
 
+// loadNew sets up the log of a directory that openLog has just created, so is empty: one
+// segment at the log start offset (0 unless p says otherwise), created without looking for
+// the leftovers load clears, with the LEO, log start offset and recovery point all at its
+// base and an empty leader epoch cache (what load computes for an empty directory).
+func (ld *logLoader) loadNew(p loadParams) error {
+	start := max(p.logStart, 0)
+	s := &segment{base: start, dir: ld.dir, ix: newIndexState(start), created: ld.now(), noIndexFiles: true}
+	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	s.f = f
+	ld.segs = segmentList{s}
+	ld.leo, ld.logStart, ld.recoveryPoint = start, start, start
+	return nil
+}
+
 // segmentBases lists the base offsets of the segments in the directory, in order, and
 // removes leftovers of interrupted deletes and atomic writes and orphan indexes (no .log).
 func (ld *logLoader) segmentBases() ([]int64, error) {

@@ -1,8 +1,10 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -92,17 +94,28 @@ func openLog(p loadParams) (*Log, error) {
 		now:        p.now,
 		cfg:        p.cfg.sanitized(),
 		hw:         p.hw,
-		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile)},
+		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), unsyncedFrom: noUnsynced},
 		producers:  producerState{},
 		configured: p.configured,
 		cleaning:   cleaningState{checkpoint: p.cleanerCP},
 	}
 	l.flusher.l = l
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, err
-	}
 	ld := &logLoader{dir: l.dir, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
-	err := ld.load(p)
+	var err error
+	// A directory this call creates is empty: nothing to recover, no leftovers, no checkpoint
+	// to read, so the new log needs only its first segment file (a LeaderAndIsr for a new
+	// topic creates thousands of logs, and every file-system call on this path is paid once per
+	// partition: docs/performance.md, "Controller at scale"). An existing directory is loaded.
+	if mkErr := os.Mkdir(p.dir, 0o755); mkErr == nil {
+		err = ld.loadNew(p)
+	} else {
+		if !errors.Is(mkErr, fs.ErrExist) {
+			if err := os.MkdirAll(p.dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		err = ld.load(p)
+	}
 	l.segs, l.leo, l.logStart, l.recoveryPoint = ld.segs, ld.leo, ld.logStart, ld.recoveryPoint
 	if err != nil {
 		l.segs.closeFiles()

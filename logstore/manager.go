@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -44,6 +45,9 @@ type Manager struct {
 
 	checkpointMu sync.Mutex // serialises checkpoint file writes
 
+	writtenMu sync.Mutex
+	written   map[string][]byte // per checkpoint file path, the bytes last written to it (writePerDir)
+
 	cleaner *cleaner // the log cleaner (cleaner.go), nil until StartCleaner; guarded by mu
 
 	metricsReg metrics.Registry // the Log gauges' registry (log_metrics.go); guarded by mu
@@ -75,6 +79,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		logs:      map[TopicPartition]*Log{},
 		dirOf:     map[TopicPartition]string{},
 		dirLogs:   map[string]int{},
+		written:   map[string][]byte{},
 		creating:  map[TopicPartition]chan struct{}{},
 		dirSync:   map[string]*dirSyncer{},
 		hw:        map[TopicPartition]int64{},
@@ -287,35 +292,50 @@ func (m *Manager) Get(tp TopicPartition) *Log {
 
 // GetOrCreate returns the log of tp with cfg applied (a log loaded at Open gets its topic's
 // configuration here), creating it (empty, at offset 0) in the log dir holding the fewest
-// partitions.
+// partitions. A created log's directory entry is durable when it returns.
 func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
-	if l := m.Get(tp); l != nil {
-		l.SetConfig(cfg)
-		return l, nil
+	logs, errs := m.GetOrCreateAll([]TopicPartition{tp}, []Config{cfg}, 1)
+	return logs[0], errs[0]
+}
+
+// GetOrCreateAll is GetOrCreate for many partitions (a LeaderAndIsr for a new topic): the
+// missing logs are created on up to workers goroutines at once, outside the manager's lock,
+// and their directory entries made durable by one fsync per log dir once all are created
+// (shared with concurrent creations: dirsync.go), instead of one per log; only then are they
+// registered, so no caller sees a log whose directory a crash could still lose
+// (docs/performance.md, "Controller at scale"). cfgs[i] is tps[i]'s configuration; logs[i]
+// and errs[i] are its result.
+func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers int) ([]*Log, []error) {
+	logs := make([]*Log, len(tps))
+	errs := make([]error, len(tps))
+	type creation struct {
+		i    int
+		dir  string // the log dir
+		done chan struct{}
 	}
-	if err := validTopic(tp.Topic); err != nil {
-		return nil, err
-	}
-	if tp.Partition < 0 {
-		return nil, fmt.Errorf("logstore: illegal partition %d", tp.Partition)
-	}
-	// The files are created outside mu, so that logs are created in parallel (the replica
-	// manager creates a LeaderAndIsr's logs on a worker pool; docs/performance.md,
-	// "Controller at scale"); creating marks the partition meanwhile.
-	for {
-		m.mu.Lock()
+	var mine []creation        // reserved by this call
+	var waits []int            // being created by another call meanwhile: looked up again after
+	var waitOn []chan struct{} // their done channels
+	m.mu.Lock()
+	for i, tp := range tps {
 		if m.closed {
-			m.mu.Unlock()
-			return nil, ErrClosed
+			errs[i] = ErrClosed
+			continue
+		}
+		if err := validTopic(tp.Topic); err != nil {
+			errs[i] = err
+			continue
+		}
+		if tp.Partition < 0 {
+			errs[i] = fmt.Errorf("logstore: illegal partition %d", tp.Partition)
+			continue
 		}
 		if l := m.logs[tp]; l != nil {
-			m.mu.Unlock()
-			l.SetConfig(cfg)
-			return l, nil
+			logs[i] = l
+			continue
 		}
 		if wait, ok := m.creating[tp]; ok {
-			m.mu.Unlock()
-			<-wait
+			waits, waitOn = append(waits, i), append(waitOn, wait)
 			continue
 		}
 		// The dir with the fewest logs (Kafka's nextLogDirs).
@@ -328,36 +348,78 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 		done := make(chan struct{})
 		m.creating[tp] = done
 		m.dirLogs[dir]++ // reserved
-		m.mu.Unlock()
+		mine = append(mine, creation{i, dir, done})
+	}
+	m.mu.Unlock()
 
-		l, err := openLog(loadParams{
-			tp: tp, dir: filepath.Join(dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfg,
-			recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
+	// The files, in parallel; then one fsync of each dir that got a new log.
+	var g errgroup.Group
+	g.SetLimit(max(workers, 1))
+	for _, c := range mine {
+		g.Go(func() error {
+			tp := tps[c.i]
+			logs[c.i], errs[c.i] = openLog(loadParams{
+				tp: tp, dir: filepath.Join(c.dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfgs[c.i],
+				recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
+			})
+			return nil
 		})
-		if err == nil {
-			if err = m.dirSync[dir].sync(); err != nil { // shared with concurrent creations
-				l.Close()
-			}
+	}
+	_ = g.Wait() // each worker's error is in errs
+	synced := map[string]error{}
+	for _, c := range mine {
+		if _, ok := synced[c.dir]; !ok && errs[c.i] == nil {
+			synced[c.dir] = m.dirSync[c.dir].sync()
 		}
-		m.mu.Lock()
-		delete(m.creating, tp)
-		close(done)
+	}
+
+	m.mu.Lock()
+	for _, c := range mine {
+		tp, l := tps[c.i], logs[c.i]
+		err := errs[c.i]
+		if err == nil {
+			err = synced[c.dir]
+		}
 		if err == nil && m.closed {
-			l.Close()
 			err = ErrClosed
 		}
+		delete(m.creating, tp)
+		close(c.done)
 		if err != nil {
-			m.dirLogs[dir]--
-			m.mu.Unlock()
-			return nil, err
+			if l != nil {
+				l.Close()
+			}
+			logs[c.i], errs[c.i] = nil, err
+			m.dirLogs[c.dir]--
+			continue
 		}
 		m.logs[tp] = l
-		m.dirOf[tp] = dir
+		m.dirOf[tp] = c.dir
 		m.registerLogMetricsLocked(tp, l)
-		m.mu.Unlock()
-		m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "logDir": dir}).Debug("created log")
-		return l, nil
 	}
+	m.mu.Unlock()
+	for _, c := range mine {
+		if errs[c.i] == nil {
+			m.log.WithFields(logrus.Fields{"topic": tps[c.i].Topic, "partition": tps[c.i].Partition, "logDir": c.dir}).Debug("created log")
+		}
+	}
+
+	// The logs that existed apply cfg (SetConfig outside mu, as before); the ones another call
+	// was creating are looked up again once it is done (created, or failed: then tried again).
+	created := make([]bool, len(tps))
+	for _, c := range mine {
+		created[c.i] = true
+	}
+	for i, l := range logs {
+		if l != nil && errs[i] == nil && !created[i] {
+			l.SetConfig(cfgs[i])
+		}
+	}
+	for k, i := range waits {
+		<-waitOn[k]
+		logs[i], errs[i] = m.GetOrCreate(tps[i], cfgs[i])
+	}
+	return logs, errs
 }
 
 // All returns a snapshot of every log.
@@ -466,17 +528,54 @@ func (m *Manager) perDir(value func(TopicPartition, *Log) (int64, bool)) map[str
 	return out
 }
 
+// writePerDir writes file in each log dir with that dir's entries (checkpointMu held). A
+// dir whose file already holds exactly these bytes from this manager's last successful
+// write of it is skipped: an unchanged checkpoint costs no fsyncs (the replica manager's
+// final HW checkpoint and the log manager's at Close were the same file; idle brokers rewrote
+// unchanged files every interval). The dirs are written in parallel, their renames made
+// durable by a directory fsync shared with concurrent writes (dirsync.go).
 func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]int64) error {
-	var first error
+	var g errgroup.Group
 	for dir, entries := range perDir {
-		if err := writeOffsetCheckpoint(filepath.Join(dir, file), entries); err != nil {
-			m.log.WithError(err).WithField("logDir", dir).Errorf("writing %s", file)
-			if first == nil {
-				first = err
+		g.Go(func() error {
+			path := filepath.Join(dir, file)
+			data := formatOffsetCheckpoint(entries)
+			m.writtenMu.Lock()
+			same := bytes.Equal(m.written[path], data)
+			m.writtenMu.Unlock()
+			if same {
+				return nil
 			}
-		}
+			err := writeSynced(path+".tmp", data)
+			if err == nil {
+				err = os.Rename(path+".tmp", path)
+			}
+			if err == nil {
+				err = m.syncDir(dir)
+			}
+			m.writtenMu.Lock()
+			if err == nil {
+				m.written[path] = data
+			} else {
+				delete(m.written, path) // unknown now: written again next time
+			}
+			m.writtenMu.Unlock()
+			if err != nil {
+				m.log.WithError(err).WithField("logDir", dir).Errorf("writing %s", file)
+			}
+			return err
+		})
 	}
-	return first
+	return g.Wait()
+}
+
+// syncDir fsyncs a log dir with group commit (dirsync.go); a dir not opened by this manager
+// directly.
+func (m *Manager) syncDir(dir string) error {
+	if d := m.dirSync[dir]; d != nil {
+		return d.sync()
+	}
+	return syncDir(dir)
 }
 
 // Checkpoint writes recovery-point-offset-checkpoint and log-start-offset-checkpoint.
@@ -493,14 +592,13 @@ func (m *Manager) Checkpoint() error {
 	recovery := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].rp, true })
 	starts := m.perDir(func(tp TopicPartition, _ *Log) (int64, bool) { return states[tp].ls, true })
 	m.mu.RUnlock()
-	err := m.writePerDir(recoveryPointCheckpointFile, recovery)
-	if err2 := m.writePerDir(logStartCheckpointFile, starts); err == nil {
-		err = err2
-	}
-	if err2 := m.writeCleanerCheckpointsLocked(); err == nil {
-		err = err2
-	}
-	return err
+	// The three files are written at once, so their fsyncs overlap and their renames share
+	// directory fsyncs (a broker's shutdown waits for them).
+	var g errgroup.Group
+	g.Go(func() error { return m.writePerDir(recoveryPointCheckpointFile, recovery) })
+	g.Go(func() error { return m.writePerDir(logStartCheckpointFile, starts) })
+	g.Go(m.writeCleanerCheckpointsLocked)
+	return g.Wait()
 }
 
 // RunBackground runs retention every retentionCheck (log.retention.check.interval.ms),
@@ -600,8 +698,16 @@ func (m *Manager) Close() error {
 	if first != nil {
 		return first
 	}
+	// The marker is an empty file: only its presence says anything, so it is created in place
+	// (no temporary file to fsync and rename) and made durable by a directory fsync, after the
+	// checkpoints' own. A crash before that fsync leaves no marker: recovery runs, as after any
+	// crash.
 	for _, dir := range m.dirs {
-		if err := writeFileAtomic(filepath.Join(dir, cleanShutdownFile), nil); err != nil && first == nil {
+		err := os.WriteFile(filepath.Join(dir, cleanShutdownFile), nil, 0o644)
+		if err == nil {
+			err = m.syncDir(dir)
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}

@@ -111,6 +111,10 @@ type segment struct {
 	flushedSize   int64
 	idxPersisted  int
 	tidxPersisted int
+	// noIndexFiles: this segment's index files are known not to exist (it was created in a
+	// new directory and none was written since), so persisting nothing needs no look at the
+	// file system. False means unknown.
+	noIndexFiles bool
 }
 
 func (s *segment) logPath() string { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
@@ -364,9 +368,10 @@ func (s *segment) persistIndexes(idx []offsetEntry, tidx []timeEntry, sync bool)
 	}
 	// An empty segment without index files (a log that never got a record) has nothing to
 	// persist: no files to create and fsync, which made closing thousands of new logs slow.
-	if len(idx) == 0 && len(tidx) == 0 && s.size == 0 && !fileExists(s.indexPath()) && !fileExists(s.timeIndexPath()) {
+	if len(idx) == 0 && len(tidx) == 0 && s.size == 0 && (s.noIndexFiles || !fileExists(s.indexPath()) && !fileExists(s.timeIndexPath())) {
 		return nil
 	}
+	s.noIndexFiles = false
 	if err := writeIndexTail(s.indexPath(), encodeOffsetEntries(idx[s.idxPersisted:]), int64(s.idxPersisted)*offsetEntrySize, sync); err != nil {
 		return err
 	}
@@ -530,8 +535,11 @@ func (s *segment) firstBatchMaxTimestamp() int64 {
 }
 
 // lastModified is the segment file's modification time in ms (LogSegment.lastModified).
-func (s *segment) lastModified() int64 {
-	fi, err := s.f.Stat()
+func (s *segment) lastModified() int64 { return fileModTime(s.f) }
+
+// fileModTime is f's last modification time in Unix milliseconds (0 when it cannot be read).
+func fileModTime(f *os.File) int64 {
+	fi, err := f.Stat()
 	if err != nil {
 		return 0
 	}

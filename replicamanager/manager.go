@@ -14,8 +14,6 @@ import (
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/logstore/ratelog"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition
@@ -281,6 +279,12 @@ func (rm *ReplicaManager) createPartition(tp TopicPartition, tc topicConfig) (*P
 	if err != nil {
 		return nil, err
 	}
+	return rm.addPartition(tp, l, tc), nil
+}
+
+// addPartition registers the partition of tp's log l (created or opened) with config tc, or
+// returns the one registered meanwhile.
+func (rm *ReplicaManager) addPartition(tp TopicPartition, l *logstore.Log, tc topicConfig) *Partition {
 	hw := int64(0)
 	if cp, ok := rm.logs.HighWatermark(tp); ok { // one lookup, not a copy of every HW
 		hw = cp
@@ -298,43 +302,44 @@ func (rm *ReplicaManager) createPartition(tp TopicPartition, tc topicConfig) (*P
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if existing := rm.partitions[tp]; existing != nil {
-		return existing, nil
+		return existing
 	}
 	l.SetConfig(tc.log)
 	rm.partitions[tp] = p
-	return p, nil
+	return p
 }
 
 // createPartitions creates the missing partitions of tps: each topic's config is read once,
-// then the logs are created on a bounded worker pool (docs/performance.md, "Controller at
-// scale"). It returns the errors of the partitions that could not be created.
+// then the logs are created on a bounded worker pool with one directory fsync for all
+// (logstore's GetOrCreateAll; docs/performance.md, "Controller at scale"). It returns the
+// errors of the partitions that could not be created.
 func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartition]error {
 	var missing []TopicPartition
+	var cfgs []logstore.Config
 	configs := map[string]topicConfig{}
 	for _, tp := range tps {
 		if rm.getPartition(tp) != nil {
 			continue
 		}
+		tc, ok := configs[tp.Topic]
+		if !ok {
+			tc = rm.readTopicConfig(tp.Topic)
+			configs[tp.Topic] = tc
+		}
 		missing = append(missing, tp)
-		if _, ok := configs[tp.Topic]; !ok {
-			configs[tp.Topic] = rm.readTopicConfig(tp.Topic)
-		}
+		cfgs = append(cfgs, tc.log)
 	}
-	errs := make([]error, len(missing))
-	var g errgroup.Group
-	g.SetLimit(logCreateWorkers)
-	for i, tp := range missing {
-		g.Go(func() error {
-			_, errs[i] = rm.createPartition(tp, configs[tp.Topic])
-			return nil
-		})
-	}
-	_ = g.Wait() // each worker's error is in errs
 	out := map[TopicPartition]error{}
-	for i, err := range errs {
-		if err != nil {
-			out[missing[i]] = err
+	if len(missing) == 0 {
+		return out
+	}
+	logs, errs := rm.logs.GetOrCreateAll(missing, cfgs, logCreateWorkers)
+	for i, tp := range missing {
+		if errs[i] != nil {
+			out[tp] = errs[i]
+			continue
 		}
+		rm.addPartition(tp, logs[i], configs[tp.Topic])
 	}
 	return out
 }

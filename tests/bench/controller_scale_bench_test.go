@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,8 @@ import (
 // scripts/controller-scale.sh runs it and prints the table. CTRLSCALE_SHUTDOWN_LOG=1 (with -v)
 // logs the stopped broker's output from its "shutting down" line on. CTRLSCALE_PROFILE=DIR
 // turns on the brokers' profiling endpoints, saves a CPU profile of each broker taken during
-// the creation (CTRLSCALE_PROFILE_SECONDS long, default 8) and every broker's output to DIR.
+// the creation (CTRLSCALE_PROFILE_SECONDS long, default 8) and every broker's output to DIR;
+// CTRLSCALE_LOGS=DIR saves only the outputs.
 func BenchmarkControllerScale(b *testing.B) {
 	counts, err := partitionCounts(os.Getenv("CTRLSCALE_PARTITIONS"))
 	if err != nil {
@@ -102,8 +104,8 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	}
 	c := cluster.Start(b, opts)
 	ids := c.IDs()
-	if profDir != "" {
-		defer saveOutputs(b, c, ids, profDir)
+	if dir := cmp.Or(os.Getenv("CTRLSCALE_LOGS"), profDir); dir != "" {
+		defer saveOutputs(b, c, ids, dir)
 	}
 	var r scaleResult
 	// Bounds of every wait: generous, so a slow run is measured rather than failed.
