@@ -167,7 +167,13 @@ func TestHarnessWithStandInBinary(t *testing.T) {
 	if a, err := c.TopicAssignment("t"); err != nil || !reflect.DeepEqual(a, map[int32][]int32{0: {2, 1}, 1: {1, 2}}) {
 		t.Errorf("TopicAssignment = %v %v", a, err)
 	}
+	created := time.Now()
 	st, err := c.PartitionState("t", 1)
+	// Modified is the znode's mtime, set by ZooKeeper when the state was written above.
+	if d := st.Modified.Sub(created); err == nil && (d > time.Minute || d < -time.Minute) {
+		t.Errorf("PartitionState.Modified = %v, want about %v (the state's write)", st.Modified, created)
+	}
+	st.Modified = time.Time{}
 	want := PartitionState{ControllerEpoch: 3, Leader: 1, Version: 1, LeaderEpoch: 7, ISR: []int32{1, 2}, ZkVersion: 0}
 	if err != nil || !reflect.DeepEqual(st, want) {
 		t.Errorf("PartitionState = %+v %v, want %+v", st, err, want)
