@@ -127,7 +127,7 @@ type requestTiming struct {
 	fetch *apiMetrics // FetchConsumer or FetchFollower for a fetch, else nil
 
 	dequeued  time.Duration // the handler started
-	localDone *atomic.Int64 // the handler returned (ns after start; 0: not yet)
+	localDone int64         // the handler returned (ns after start; 0: not yet); atomic access only once the slot is shared
 	completed time.Duration // the response was completed (slot.complete)
 	taken     time.Duration // the writer took the response
 }
@@ -136,9 +136,7 @@ type requestTiming struct {
 // boundaries (see the package comment above for what each phase is).
 func (t *requestTiming) handlerStarted() { t.dequeued = time.Since(t.start) }
 func (t *requestTiming) handlerReturned() {
-	if t.localDone != nil { // nil: a timing not made by requestMetrics.timing (not counted)
-		t.localDone.Store(int64(time.Since(t.start)))
-	}
+	atomic.StoreInt64(&t.localDone, int64(time.Since(t.start)))
 }
 func (t *requestTiming) responseCompleted() { t.completed = time.Since(t.start) }
 func (t *requestTiming) responseTaken()     { t.taken = time.Since(t.start) }
@@ -146,7 +144,7 @@ func (t *requestTiming) responseTaken()     { t.taken = time.Since(t.start) }
 // timing starts the timing of a request of key read at start; req is the decoded body (nil
 // when it was not decoded).
 func (rm *requestMetrics) timing(start time.Time, key int16, req kmsg.Request) requestTiming {
-	t := requestTiming{start: start, localDone: new(atomic.Int64)}
+	t := requestTiming{start: start}
 	if key >= 0 && int(key) < len(rm.byKey) {
 		t.api = rm.byKey[key]
 	}
@@ -164,16 +162,14 @@ func (rm *requestMetrics) timing(start time.Time, key int16, req kmsg.Request) r
 // written (or, for an acks=0 produce, completed without one). A response completed inside its
 // handler has no remote time: its local time ends at the completion (as Kafka's, whose
 // apiLocalCompleteTimeNanos is set by sendResponse when the handler answers itself).
-func (t requestTiming) record() {
+func (t *requestTiming) record() {
 	if t.api == nil {
 		return
 	}
 	total := time.Since(t.start)
 	local := t.completed
-	if t.localDone != nil {
-		if d := time.Duration(t.localDone.Load()); d > 0 && d < local {
-			local = d
-		}
+	if d := time.Duration(atomic.LoadInt64(&t.localDone)); d > 0 && d < local {
+		local = d
 	}
 	phases := [numPhases]time.Duration{
 		phaseRequestQueue:  t.dequeued,
