@@ -67,16 +67,9 @@ zk4() {
 	timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$ZK_PORT"' && printf %s "$1" >&3 && cat <&3' _ "$1" 2>/dev/null || true
 }
 
-# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.2 s until it succeeds; fails
-# after SECONDS (the caller reports DESCRIPTION's failure).
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift 2
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.2
-	done
-}
+# wait_until SECONDS COMMAND... (scripts/lib/wait.sh)
+# shellcheck source=scripts/lib/wait.sh
+source "$ROOT/scripts/lib/wait.sh"
 
 start_zookeeper() {
 	if alive "$STATE/zookeeper.pid" QuorumPeerMain; then
@@ -103,7 +96,7 @@ start_zookeeper() {
 		>>"$STATE/zookeeper.log" 2>&1 </dev/null &
 	echo $! >"$STATE/zookeeper.pid"
 	zk_ok() { [[ "$(zk4 ruok)" == imok ]]; }
-	wait_until 60 "ZooKeeper" zk_ok || { tail -n 20 "$STATE/zookeeper.log" >&2; die "ZooKeeper did not answer ruok within 60 s"; }
+	wait_until 60 zk_ok || { tail -n 20 "$STATE/zookeeper.log" >&2; die "ZooKeeper did not answer ruok within 60 s"; }
 	log "ZooKeeper is up"
 }
 
@@ -192,9 +185,9 @@ cmd_up() {
 	install_bin
 	start_zookeeper
 	for id in "${IDS[@]}"; do start_broker "$id"; done
-	wait_until 90 "registration" all_registered || die "brokers did not all register in ZooKeeper within 90 s (logs in $STATE/)"
+	wait_until 90 all_registered || die "brokers did not all register in ZooKeeper within 90 s (logs in $STATE/)"
 	log "all ${#IDS[@]} brokers registered in ZooKeeper (/brokers/ids)"
-	wait_until 60 "metadata" metadata_has_all_brokers || die "the brokers' metadata does not list all ${#IDS[@]} brokers after 60 s"
+	wait_until 60 metadata_has_all_brokers || die "the brokers' metadata does not list all ${#IDS[@]} brokers after 60 s"
 	log "cluster is up after $((SECONDS - t0)) s: bootstrap $(bootstrap), ZooKeeper 127.0.0.1:$ZK_PORT"
 	cmd_demo
 	log "the cluster keeps running: try the README's operator commands, e.g."
@@ -220,7 +213,7 @@ raise_demo_rf() {
 	"$BIN" reassign-partitions --zookeeper "127.0.0.1:$ZK_PORT" --execute --reassignment-json-file "$plan" >/dev/null ||
 		die "reassign-partitions --execute of $plan failed"
 	reassigned() { "$BIN" reassign-partitions --zookeeper "127.0.0.1:$ZK_PORT" --verify --reassignment-json-file "$plan" >/dev/null 2>&1; }
-	wait_until 120 "reassignment" reassigned || die "the reassignment of topic $DEMO_TOPIC did not complete within 120 s (isrbroker reassign-partitions --verify shows where it is)"
+	wait_until 120 reassigned || die "the reassignment of topic $DEMO_TOPIC did not complete within 120 s (isrbroker reassign-partitions --verify shows where it is)"
 	"$BIN" configs --bootstrap-server "$(bootstrap)" --entity-type topics --entity-name "$DEMO_TOPIC" --alter \
 		--add-config "min.insync.replicas=$DEMO_MIN_ISR" >/dev/null || die "could not set min.insync.replicas=$DEMO_MIN_ISR on topic $DEMO_TOPIC"
 	log "topic $DEMO_TOPIC now has $DEMO_RF replicas per partition and min.insync.replicas=$DEMO_MIN_ISR"
@@ -429,7 +422,7 @@ demo_failover() {
 		die "broker $OLD_LEADER did not rejoin the ISR of $DEMO_TOPIC-0 within 120 s (last seen: ${STATE_NOW:-nothing}); see $STATE/broker-$OLD_LEADER.log"
 	echo "   after:  $(describe_state "$STATE_NOW")"
 	log "broker $OLD_LEADER is back in the ISR of $DEMO_TOPIC-0 after $((SECONDS - T_KILL)) s"
-	wait_until 90 "all registered" all_registered || die "broker $OLD_LEADER did not register again"
+	wait_until 90 all_registered || die "broker $OLD_LEADER did not register again"
 	echo "== isrbroker topics --describe --topic $DEMO_TOPIC"
 	"$BIN" topics --zookeeper "127.0.0.1:$ZK_PORT" --describe --topic "$DEMO_TOPIC" || true
 	log "demo ok: failover of $DEMO_TOPIC-0 from broker $OLD_LEADER to broker $l, nothing lost, ISR full again"
@@ -471,7 +464,7 @@ stop_one() {
 	pid=$(cat "$pidfile")
 	log "waiting for $name (pid $pid) to exit"
 	kill -TERM "$pid" 2>/dev/null || true
-	if ! wait_until 30 "$name exit" eval "! kill -0 $pid 2>/dev/null"; then
+	if ! wait_until 30 eval "! kill -0 $pid 2>/dev/null"; then
 		log "$name (pid $pid) did not stop within 30 s; sending SIGKILL"
 		kill -KILL "$pid" 2>/dev/null || true
 	fi

@@ -95,15 +95,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_until SECONDS COMMAND...: poll COMMAND every 0.5 s until it succeeds; 1 after SECONDS.
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.5
-	done
-}
+# wait_until SECONDS COMMAND... (scripts/lib/wait.sh), every 0.5 s: the commands are docker calls.
+WAIT_INTERVAL=0.5
+# shellcheck source=scripts/lib/wait.sh
+source "$ROOT/scripts/lib/wait.sh"
 
 # Seven free consecutive host ports (ZooKeeper, 3 brokers, 3 metrics), below the ephemeral range.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

@@ -29,15 +29,9 @@ stop_cluster() {
 	if ((${#PIDS[@]} > 0)); then stop_pids "${PIDS[0]}"; fi
 }
 
-# wait_until SECONDS COMMAND...: poll COMMAND every 0.2 s until it succeeds or SECONDS pass.
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.2
-	done
-}
+# wait_until SECONDS COMMAND... (scripts/lib/wait.sh)
+# shellcheck source=scripts/lib/wait.sh
+source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
 
 # zk4 WORD: ZooKeeper's four-letter command WORD (ruok, dump) on ZK_PORT.
 zk4() {
