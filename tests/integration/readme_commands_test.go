@@ -251,14 +251,7 @@ func proposedPlan(stdout string) (string, bool) {
 }
 
 func TestReadmeCommands(t *testing.T) {
-	root, err := cluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, readme := readREADME(t)
 	steps := planReadmeSteps(t, readmeOperatorCommands(t, readme))
 	if t.Failed() {
 		t.FailNow()
@@ -356,14 +349,7 @@ func TestReadmeCommands(t *testing.T) {
 // The cluster itself uses fixed ports; scripts/readme-commands.sh runs the operator commands
 // against it.
 func TestReadmeClusterCommands(t *testing.T) {
-	root, err := cluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, readme := readREADME(t)
 	lines, off := readmeSection(t, readme, "Running a local cluster")
 	documented := map[string]bool{}
 	for _, c := range fencedBlocks(lines, off) {
@@ -402,4 +388,18 @@ func TestReadmeClusterCommands(t *testing.T) {
 	if len(accepted) < 5 {
 		t.Errorf("scripts/cluster.sh accepts only %v", accepted)
 	}
+}
+
+// readREADME returns the module root and the repository's README.md.
+func readREADME(t *testing.T) (string, []byte) {
+	t.Helper()
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, readme
 }
