@@ -59,7 +59,12 @@ while (($# > 0)); do
 	--rounds) need "$@"; posint "$1" "$2"; ROUNDS=$2; shift 2 ;;
 	--latency-seconds) need "$@"; posint "$1" "$2"; LAT_SECONDS=$2; shift 2 ;;
 	--latency-rate) need "$@"; posint "$1" "$2"; LAT_RATE=$2; shift 2 ;;
-	--latency-linger) need "$@"; LAT_LINGER=$2; shift 2 ;;
+	--latency-linger)
+		need "$@"
+		[[ "$2" =~ ^(0|[0-9]+(\.[0-9]+)?(ns|us|ms|s))$ ]] || die "--latency-linger must be a duration such as 0, 5ms or 1s, got '$2'"
+		LAT_LINGER=$2
+		shift 2
+		;;
 	--no-kfake-disk) KFAKE_DISK=0; shift ;;
 	--profile) need "$@"; PROFILE=$2; shift 2 ;;
 	--profile-seconds) need "$@"; posint "$1" "$2"; PROFILE_SECONDS=$2; shift 2 ;;
