@@ -15,7 +15,8 @@
 #   scripts/kfake-compare.sh --records 1000000 --rounds 4      the 1 GB run of issue 13
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
 #            --latency-linger DURATION (the latency phase's producer linger, default 0ms),
-#            --no-kfake-disk (skip the kfake-disk target),
+#            --no-kfake-disk (skip the kfake-disk target), --no-kfake (isrbroker only: no kfake targets),
+#            --phases LIST (of rf1,consume,rf3,latency; default all four; consume needs rf1),
 #            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first
 #            isrbroker round's RF=3 acks=all phase, isrbroker.pprof.enable), --profile-seconds S,
 #            --keep (keep the temporary directory with the broker logs), --bin FILE (use this
@@ -38,6 +39,8 @@ KEEP=0
 BIN=""
 LAT_LINGER=0ms
 KFAKE_DISK=1
+KFAKE=1
+PHASES=rf1,consume,rf3,latency
 ZK_JAR=/usr/share/java/zookeeper.jar
 IDS=(1 2 3)
 
@@ -66,6 +69,13 @@ while (($# > 0)); do
 		shift 2
 		;;
 	--no-kfake-disk) KFAKE_DISK=0; shift ;;
+	--no-kfake) KFAKE=0; KFAKE_DISK=0; shift ;;
+	--phases)
+		need "$@"
+		[[ "$2" =~ ^(rf1|consume|rf3|latency)(,(rf1|consume|rf3|latency))*$ ]] || die "--phases must list rf1, consume, rf3 or latency, comma-separated, got '$2'"
+		PHASES=$2
+		shift 2
+		;;
 	--profile) need "$@"; PROFILE=$2; shift 2 ;;
 	--profile-seconds) need "$@"; posint "$1" "$2"; PROFILE_SECONDS=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
@@ -128,7 +138,7 @@ log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 RESULTS=$WORK/results.jsonl
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
-common=(--records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER")
+common=(--phases "$PHASES" --records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER")
 run_isrbroker() {
 	local extra=()
 	if [[ -n "$PROFILE" && $1 == 1 ]]; then
@@ -138,7 +148,8 @@ run_isrbroker() {
 }
 run_kfake() { "$CMP" run --target kfake --round "$1" "${common[@]}" >>"$RESULTS"; }
 run_kfake_disk() { "$CMP" run --target kfake-disk --round "$1" "${common[@]}" >>"$RESULTS"; }
-TARGETS=(run_isrbroker run_kfake)
+TARGETS=(run_isrbroker)
+((KFAKE)) && TARGETS+=(run_kfake)
 ((KFAKE_DISK)) && TARGETS+=(run_kfake_disk)
 # Rotate which target goes first, so that none always runs on a fresher page cache.
 for ((r = 1; r <= ROUNDS; r++)); do

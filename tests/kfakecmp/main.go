@@ -259,7 +259,12 @@ func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
 	}
 
 	// 4. Acknowledgement latency at a steady rate, RF=3 acks=all.
-	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, o.latencyLinger, value)
+	// The profiles are taken here when the RF=3 phase did not run (--phases latency).
+	var latProf func() error
+	if !o.phases["rf3"] {
+		latProf = prof
+	}
+	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, o.latencyLinger, value, latProf)
 	if err != nil {
 		return nil, fmt.Errorf("latency: %w", err)
 	}
@@ -390,7 +395,7 @@ func consumeAll(ctx context.Context, seeds []string, topic string, n int) (float
 // default: with franz-go's default of 10 ms since v1.20 every record would wait up to 10 ms in
 // the client before its request is sent, which is the client's choice, not the broker's ack
 // latency; issue 13's p99 of 7.7 ms could not have been measured with it).
-func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds float64, linger time.Duration, value []byte) (p50, p99 float64, err error) {
+func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds float64, linger time.Duration, value []byte, started func() error) (p50, p99 float64, err error) {
 	cl, err := producer(seeds, kgo.ProducerLinger(linger))
 	if err != nil {
 		return 0, 0, err
@@ -405,6 +410,11 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
+	var profErr chan error
+	if started != nil {
+		profErr = make(chan error, 1)
+		go func() { profErr <- started() }()
+	}
 	wg.Add(n)
 	t0 := time.Now()
 	for i := range n {
@@ -423,6 +433,11 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 	wg.Wait()
 	if e := firstErr.Load(); e != nil {
 		return 0, 0, *e
+	}
+	if profErr != nil {
+		if err := <-profErr; err != nil {
+			return 0, 0, fmt.Errorf("profiles: %w", err)
+		}
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(n-1))]) / float64(time.Millisecond) }

@@ -60,7 +60,28 @@ func TestWriteTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
-	if err := writeTable(rs[:1], &b); err == nil {
-		t.Error("a table of one target's results did not fail")
+	// isrbroker alone (--no-kfake) and the latency phase alone (--phases latency): no reference
+	// columns, and no rows for the phases that did not run.
+	lat := []Result{
+		{Target: "isrbroker", Round: 1, Records: 10, LatencyP50ms: 3, LatencyP99ms: 9, LatencyRate: 20},
+		{Target: "isrbroker", Round: 2, Records: 10, LatencyP50ms: 5, LatencyP99ms: 7, LatencyRate: 20},
+	}
+	b.Reset()
+	if err := writeTable(lat, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| path | isrbroker | samples isrbroker |",
+		"| ack latency p99 at 20 MiB/s, RF=3 acks=all | 8.0 ms | 9.0, 7.0 |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "produce RF=1") || strings.Contains(b.String(), "kfake") {
+		t.Errorf("a latency-only isrbroker run's table has rows or columns it did not measure:\n%s", b.String())
+	}
+	if err := writeTable(rs[1:2], &b); err == nil {
+		t.Error("a table without isrbroker results did not fail")
 	}
 }
