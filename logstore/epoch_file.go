@@ -2,8 +2,6 @@ package logstore
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -11,20 +9,23 @@ import (
 
 // leaderEpochs is a log's leader epoch cache together with its leader-epoch-checkpoint file
 // (Kafka's LeaderEpochFileCache, split here into the pure epochCache and this file wrapper).
-// The cache is guarded by the Log's mu; the file is written under appendMu (or before the log
-// is shared), from a snapshot taken under mu, so readers never wait for the write.
+// The cache is guarded by the Log's mu; the file is written from a snapshot taken under mu, so
+// readers never wait for the write: by persist under appendMu (or before the log is shared),
+// or, for a snapshot persistDeferred left pending, by syncBefore under flushMu.
 type leaderEpochs struct {
 	epochCache
 	path string // <partition dir>/leader-epoch-checkpoint
 
-	// unsyncedMu guards unsyncedFrom: the smallest start offset of an entry whose checkpoint
-	// rename is not yet durable (persistDeferred), noUnsynced if none.
-	unsyncedMu   sync.Mutex
-	unsyncedFrom int64
+	// fileMu serialises the writes of the file and guards pending and pendingFrom: the latest
+	// snapshot persistDeferred left unwritten (nil if none), and the smallest start offset of
+	// an entry it changed since the file was last written (noPending if none).
+	fileMu      sync.Mutex
+	pending     []EpochEntry
+	pendingFrom int64
 }
 
-// noUnsynced: every checkpoint rename is durable.
-const noUnsynced = math.MaxInt64
+// noPending: the file holds the cache (as far as persist and persistDeferred were told).
+const noPending = math.MaxInt64
 
 // load fills the cache from the checkpoint file; an unreadable file leaves the cache empty
 // (recovery rebuilds the entries of the batches it re-validates).
@@ -39,51 +40,50 @@ func (e *leaderEpochs) load(log logrus.FieldLogger) {
 	}
 }
 
-// persist writes entries (a snapshot of the cache) to the checkpoint file atomically.
+// persist writes entries (a snapshot of the cache) to the checkpoint file atomically and
+// durably (a .tmp file, fsynced, renamed over the old one, the directory fsynced: Kafka 2.4's
+// checkpoint write, docs/kafka-facts.md section 6). The snapshot is the cache's latest (its
+// callers hold appendMu, as persistDeferred's do), so it replaces a pending one.
 func (e *leaderEpochs) persist(entries []EpochEntry) error {
-	return writeFileAtomic(e.path, formatEpochCheckpoint(entries))
-}
-
-// persistDeferred writes entries as persist does, the file fsynced and renamed over the old
-// one (Kafka 2.4's checkpoint write, docs/kafka-facts.md section 6), but leaves the fsync of
-// the partition directory that makes the rename durable to syncBefore, for entries starting at
-// from or later. Until a batch at or after from is below the recovery point, losing the rename
-// in a crash loses nothing recovery would not rebuild: the batches above the recovery point
-// are re-validated and their epochs re-entered, and an entry at or after the LEO (an epoch with
-// no batch yet) is dropped by the loader anyway (truncateFromEnd). A new leader's checkpoint (a LeaderAndIsr for a new topic makes thousands) so
-// costs one fsync instead of two (docs/performance.md, "Controller at scale").
-func (e *leaderEpochs) persistDeferred(entries []EpochEntry, from int64) error {
-	if err := writeSynced(e.path+".tmp", formatEpochCheckpoint(entries)); err != nil {
+	e.fileMu.Lock()
+	defer e.fileMu.Unlock()
+	if err := writeFileAtomic(e.path, formatEpochCheckpoint(entries)); err != nil {
 		return err
 	}
-	if err := os.Rename(e.path+".tmp", e.path); err != nil {
-		return err
-	}
-	e.unsyncedMu.Lock()
-	e.unsyncedFrom = min(e.unsyncedFrom, from)
-	e.unsyncedMu.Unlock()
+	e.pending, e.pendingFrom = nil, noPending
 	return nil
 }
 
-// syncBefore makes the deferred renames durable (one fsync of the partition directory) when
-// an entry they wrote starts below offset: called before the recovery point is raised to
-// offset. The caller must have read offset after the appends it covers, so that the
-// persistDeferred before those appends is seen here.
+// persistDeferred records entries, a snapshot whose changes start at from or later, to be
+// written by the flush that raises the recovery point past from (syncBefore), not now. A crash
+// before that flush leaves the file as it was, and that loses nothing recovery would not
+// rebuild: the batches above the recovery point are re-validated and their epochs re-entered
+// (loader), and an entry at or after the LEO (an epoch with no batch yet) is dropped by the
+// loader anyway (truncateFromEnd). A new leader's entry (a LeaderAndIsr for a new topic makes
+// thousands, each at the empty log's offset 0) so costs no file write and no fsync until its
+// first batches are flushed, at a segment roll or a clean shutdown (docs/performance.md,
+// "Controller at scale").
+func (e *leaderEpochs) persistDeferred(entries []EpochEntry, from int64) {
+	e.fileMu.Lock()
+	e.pending = entries
+	e.pendingFrom = min(e.pendingFrom, from)
+	e.fileMu.Unlock()
+}
+
+// syncBefore writes a pending snapshot (as persist does) when an entry it changed starts
+// below offset: called before the recovery point is raised to offset. The caller must have
+// read offset after the appends it covers, so that the persistDeferred before those appends
+// is seen here.
 func (e *leaderEpochs) syncBefore(offset int64) error {
-	e.unsyncedMu.Lock()
-	from := e.unsyncedFrom
-	if from >= offset {
-		e.unsyncedMu.Unlock()
+	e.fileMu.Lock()
+	defer e.fileMu.Unlock()
+	if e.pendingFrom >= offset || e.pending == nil {
 		return nil
 	}
-	e.unsyncedFrom = noUnsynced
-	e.unsyncedMu.Unlock()
-	if err := syncDir(filepath.Dir(e.path)); err != nil {
-		e.unsyncedMu.Lock()
-		e.unsyncedFrom = min(e.unsyncedFrom, from)
-		e.unsyncedMu.Unlock()
+	if err := writeFileAtomic(e.path, formatEpochCheckpoint(e.pending)); err != nil {
 		return err
 	}
+	e.pending, e.pendingFrom = nil, noPending
 	return nil
 }
 
@@ -96,9 +96,8 @@ func (l *Log) LatestEpoch() (int32, bool) {
 }
 
 // AssignEpochStartOffset records (epoch -> startOffset) with epochCache.assign's semantics;
-// makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). The cache is
-// persisted to leader-epoch-checkpoint on every change, the directory fsync deferred until a
-// flush needs it (persistDeferred).
+// makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). A change of the cache is written
+// to leader-epoch-checkpoint by the flush that needs it (persistDeferred).
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -108,9 +107,7 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.mu.Unlock()
 	if changed {
 		// The entries an assign can change start at startOffset or later.
-		if err := l.epochs.persistDeferred(epochs, startOffset); err != nil {
-			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
-		}
+		l.epochs.persistDeferred(epochs, startOffset)
 	}
 }
 

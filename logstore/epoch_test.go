@@ -185,6 +185,13 @@ func TestLeaderEpochCheckpointPersisted(t *testing.T) {
 	l.AssignEpochStartOffset(3, 0)
 	mustAppend(t, l, testBatch{records: 4}.build(), 3)
 	l.AssignEpochStartOffset(5, 4)
+	// Written by the flush that moves the recovery point past the entries (persistDeferred).
+	if _, err := os.Stat(filepath.Join(l.Dir(), leaderEpochCheckpointFile)); !os.IsNotExist(err) {
+		t.Fatalf("checkpoint written before a flush (stat: %v)", err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile(filepath.Join(l.Dir(), leaderEpochCheckpointFile))
 	if err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func openLog(p loadParams) (*Log, error) {
 		now:        p.now,
 		cfg:        p.cfg.sanitized(),
 		hw:         p.hw,
-		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), unsyncedFrom: noUnsynced},
+		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), pendingFrom: noPending},
 		producers:  producerState{},
 		configured: p.configured,
 		cleaning:   cleaningState{checkpoint: p.cleanerCP},

@@ -264,56 +264,89 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 	}
 }
 
-// TestEpochCheckpointDirSyncDeferred: a new leader's epoch entry is in the checkpoint file at
-// once, its directory fsync waits for a flush that moves the recovery point past the entry's
-// start (a flush of an empty log, or Close of one, needs none), and a reopen sees the synced
-// entry.
-func TestEpochCheckpointDirSyncDeferred(t *testing.T) {
-	l := newTestLog(t, testConfig(), nil)
-	pending := func() int64 {
-		l.epochs.unsyncedMu.Lock()
-		defer l.epochs.unsyncedMu.Unlock()
-		return l.epochs.unsyncedFrom
+// TestEpochCheckpointWriteDeferred: a new leader's epoch entry is in the cache at once but
+// written to leader-epoch-checkpoint only by a flush that moves the recovery point past the
+// entry's start (a flush of an empty log, or Close of one whose LEO is the entry's start, writes
+// nothing); a reopen sees the written entry; a crash before the write loses nothing recovery
+// does not rebuild; a truncation's own write replaces a pending snapshot, which a later flush
+// then does not write over it.
+func TestEpochCheckpointWriteDeferred(t *testing.T) {
+	cfg := testConfig()
+	l := newTestLog(t, cfg, nil)
+	onDisk := func() []EpochEntry {
+		t.Helper()
+		got, err := readEpochCheckpoint(l.epochs.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
 	l.AssignEpochStartOffset(2, 0)
-	if got, err := readEpochCheckpoint(l.epochs.path); err != nil || !slices.Equal(got, []EpochEntry{{2, 0}}) {
-		t.Fatalf("checkpoint %v %v, want [{2 0}]", got, err)
+	if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("cache %v, want [{2 0}]", got)
 	}
-	if pending() != 0 {
-		t.Fatalf("unsynced from %d, want 0", pending())
+	if _, err := os.Stat(l.epochs.path); !os.IsNotExist(err) {
+		t.Fatalf("a new leader's checkpoint was written at once (stat: %v)", err)
 	}
-	if err := l.Flush(); err != nil { // nothing to flush: the rename may stay pending
+	if err := l.Flush(); err != nil { // nothing to flush: nothing written
 		t.Fatal(err)
 	}
-	if pending() != 0 {
-		t.Fatalf("after an empty flush: unsynced from %d, want 0", pending())
+	if _, err := os.Stat(l.epochs.path); !os.IsNotExist(err) {
+		t.Fatalf("an empty flush wrote the checkpoint (stat: %v)", err)
 	}
 	mustAppend(t, l, testBatch{records: 3}.build(), 2)
-	if err := l.Flush(); err != nil { // the recovery point passes offset 0: synced
+	if err := l.Flush(); err != nil { // the recovery point passes offset 0: written
 		t.Fatal(err)
 	}
-	if pending() != noUnsynced {
-		t.Fatalf("after a flush past the entry: unsynced from %d", pending())
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("after a flush past the entry: checkpoint %v, want [{2 0}]", got)
 	}
 	l.AssignEpochStartOffset(5, 3)
-	if pending() != 3 {
-		t.Fatalf("unsynced from %d, want 3", pending())
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
 	}
-	if err := l.Close(); err != nil { // LEO 3: no batch of epoch 5, no fsync needed
+	if err := l.Close(); err != nil { // LEO 3: no batch of epoch 5, nothing to write
 		t.Fatal(err)
 	}
-	if pending() != 3 {
-		t.Fatalf("after Close: unsynced from %d, want 3", pending())
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("after Close: checkpoint %v, want [{2 0}]", got)
 	}
 	lg, _ := testLogger()
-	l2, err := openLog(loadParams{tp: l.tp, dir: l.dir, cfg: testConfig(), logStart: -1, hw: -1, recoveryPoint: 3, clean: true, log: lg, now: newFakeClock().Now})
+	l2, err := openLog(loadParams{tp: l.tp, dir: l.dir, cfg: cfg, logStart: -1, hw: -1, recoveryPoint: 3, clean: true, log: lg, now: newFakeClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l2.Close()
-	// The loader drops entries at or after the LEO (truncateFromEnd), synced or not: an epoch
+	// The loader drops entries at or after the LEO (truncateFromEnd), written or not: an epoch
 	// without batches is not kept across a restart either way.
 	if got := l2.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("reopened epochs %v, want [{2 0}]", got)
+	}
+
+	// Epoch 5 with batches, then a crash before any flush: the file still says [{2 0}], and
+	// recovery re-enters epoch 5 from its batches.
+	l2.AssignEpochStartOffset(5, 3)
+	mustAppend(t, l2, testBatch{records: 4}.build(), 5)
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
+	}
+	crashLog(l2)
+	l3 := reopenLog(t, l2, cfg, newFakeClock())
+	if got, want := l3.EpochEntries(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
+		t.Fatalf("after a crash: epochs %v, want %v", got, want)
+	}
+
+	// A pending snapshot, then a truncation that removes its entry: the truncation's write is
+	// the file's content, and a later flush does not bring the pending entry back.
+	l3.AssignEpochStartOffset(7, 7)
+	mustAppend(t, l3, testBatch{records: 2}.build(), 7)
+	if err := l3.TruncateTo(7); err != nil {
+		t.Fatal(err)
+	}
+	mustFollow(t, l3, testBatch{records: 2, base: 7, epoch: 5}.build()) // the new leader's epoch-5 batches
+	if err := l3.Flush(); err != nil { // the recovery point passes 7
+		t.Fatal(err)
+	}
+	if got, want := onDisk(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
+		t.Fatalf("after truncating epoch 7 away and a flush: checkpoint %v, want %v", got, want)
 	}
 }

@@ -149,9 +149,10 @@ func (c *controllerRequests) makeLeaders(states []PartitionState) {
 		return
 	}
 	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
-	// Each new leader epoch is written to the partition's leader-epoch-checkpoint with an
-	// fsync (K1): the partitions are made leaders on a bounded worker pool so those fsyncs
-	// overlap (docs/performance.md, "Controller at scale"); each takes only its own lock.
+	// Each new leader epoch enters the partition's leader epoch cache (K1); the
+	// leader-epoch-checkpoint file is written by the flush that first needs it
+	// (logstore's persistDeferred), not here. The partitions are made leaders on a bounded
+	// worker pool (docs/performance.md, "Controller at scale"); each takes only its own lock.
 	var g errgroup.Group
 	g.SetLimit(logCreateWorkers)
 	for _, st := range states {
