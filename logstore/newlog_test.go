@@ -343,7 +343,7 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFollow(t, l3, testBatch{records: 2, base: 7, epoch: 5}.build()) // the new leader's epoch-5 batches
-	if err := l3.Flush(); err != nil { // the recovery point passes 7
+	if err := l3.Flush(); err != nil {                                  // the recovery point passes 7
 		t.Fatal(err)
 	}
 	if got, want := onDisk(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
