@@ -342,8 +342,9 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	if err := l3.TruncateTo(7); err != nil {
 		t.Fatal(err)
 	}
-	mustFollow(t, l3, testBatch{records: 2, base: 7, epoch: 5}.build()) // the new leader's epoch-5 batches
-	if err := l3.Flush(); err != nil {                                  // the recovery point passes 7
+	// The new leader's epoch-5 batches, then a flush that moves the recovery point past 7.
+	mustFollow(t, l3, testBatch{records: 2, base: 7, epoch: 5}.build())
+	if err := l3.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := onDisk(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
