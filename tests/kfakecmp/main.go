@@ -313,12 +313,20 @@ func producer(seeds []string, extra ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(opts...)
 }
 
-// warm produces one acknowledged record, so that metadata and connections are in place before
-// the clock starts.
+// warm produces one acknowledged record to each partition (the round-robin partitioner spreads
+// them), so that metadata, connections and, for RF=3, every follower's fetching of every
+// partition are in place before the clock starts. With one record only, the other partitions'
+// followers could still be joining their fetcher threads: a partition added while its
+// follower's fetch is parked at the leader is fetched only when that fetch returns, after up
+// to replica.fetch.wait.max.ms (500 ms), and the acks=all records written meanwhile wait for it.
 func warm(ctx context.Context, cl *kgo.Client, topic string, value []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr()
+	rs := make([]*kgo.Record, partitions)
+	for i := range rs {
+		rs[i] = &kgo.Record{Topic: topic, Value: value}
+	}
+	return cl.ProduceSync(ctx, rs...).FirstErr()
 }
 
 // produceAll produces n records as fast as the client goes and returns MiB/s; started (if not
@@ -330,7 +338,7 @@ func produceAll(ctx context.Context, seeds []string, topic string, n int, value 
 	}
 	defer cl.Close()
 	if err := warm(ctx, cl, topic, value); err != nil {
-		return 0, fmt.Errorf("warm-up record: %w", err)
+		return 0, fmt.Errorf("warm-up records: %w", err)
 	}
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
@@ -362,8 +370,8 @@ func produceAll(ctx context.Context, seeds []string, topic string, n int, value 
 	return float64(n) * recordSize / mib / elapsed.Seconds(), nil
 }
 
-// consumeAll reads n records from the start of topic (plus the warm-up record) and returns
-// MiB/s of the n records' values.
+// consumeAll reads n records from the start of topic (plus the warm-up records, one per
+// partition) and returns MiB/s of the n records' values.
 func consumeAll(ctx context.Context, seeds []string, topic string, n int) (float64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -372,7 +380,7 @@ func consumeAll(ctx context.Context, seeds []string, topic string, n int) (float
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	want := n + 1 // the warm-up record
+	want := n + partitions // and the warm-up records
 	got := 0
 	t0 := time.Now()
 	for got < want {
@@ -402,7 +410,7 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 	}
 	defer cl.Close()
 	if err := warm(ctx, cl, topic, value); err != nil {
-		return 0, 0, fmt.Errorf("warm-up record: %w", err)
+		return 0, 0, fmt.Errorf("warm-up records: %w", err)
 	}
 	perSec := rateMiB * mib / recordSize
 	n := int(perSec * seconds)
