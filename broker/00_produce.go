@@ -57,7 +57,7 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 				fail(t.Topic, p.Partition, kerr.InvalidTopicException.Code)
 			default:
 				if code, err := validateProduceRecords(p.Records); code != 0 {
-					r.log.WithFields(logrus.Fields{"topic": t.Topic, "partition": p.Partition}).WithError(err).Debug("rejecting produce")
+					r.log().WithFields(logrus.Fields{"topic": t.Topic, "partition": p.Partition}).WithError(err).Debug("rejecting produce")
 					fail(t.Topic, p.Partition, code)
 					continue
 				}

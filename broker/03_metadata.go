@@ -78,10 +78,10 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 		return
 	}
 	// Creating writes ZooKeeper: let the connection's reader go on meanwhile.
-	ok := s.goHandler(r.log, func() {
+	ok := s.goHandler(r.log(), func() {
 		created := make(map[string]int16, len(toCreate))
 		for _, name := range toCreate {
-			created[name] = s.autoCreate(r.log, name)
+			created[name] = s.autoCreate(r.log(), name)
 		}
 		r.respond(metadataResponse(s, r, req, snap, names, created))
 	})

@@ -60,7 +60,7 @@ func handleLeaderAndIsr(s *Server, r *request, kreq kmsg.Request) {
 	for _, l := range req.LiveLeaders {
 		in.LiveLeaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
 	}
-	r.log.WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions)}).Debug("LeaderAndIsr")
+	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions)}).Debug("LeaderAndIsr")
 
 	out := s.replicas.BecomeLeaderOrFollower(in)
 

@@ -42,7 +42,7 @@ func handleStopReplica(s *Server, r *request, kreq kmsg.Request) {
 			in.Partitions = append(in.Partitions, tp(t.Topic, p))
 		}
 	}
-	r.log.WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions), "delete": req.DeletePartitions}).Debug("StopReplica")
+	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions), "delete": req.DeletePartitions}).Debug("StopReplica")
 
 	out := s.replicas.StopReplicas(in)
 

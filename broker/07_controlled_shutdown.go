@@ -52,8 +52,8 @@ func handleControlledShutdown(s *Server, r *request, kreq kmsg.Request) {
 	if req.Version >= 2 {
 		epoch = req.BrokerEpoch
 	}
-	log := r.log.WithFields(logrus.Fields{"shuttingDownBroker": req.BrokerID, "brokerEpoch": epoch})
-	if !s.goHandler(r.log, func() {
+	log := r.log().WithFields(logrus.Fields{"shuttingDownBroker": req.BrokerID, "brokerEpoch": epoch})
+	if !s.goHandler(r.log(), func() {
 		ctx, cancel := context.WithTimeout(s.ctx, controlledShutdownTimeout)
 		defer cancel()
 		remaining, err := cs.ControlledShutdown(ctx, req.BrokerID, epoch)

@@ -46,7 +46,7 @@ const adminWriteTimeout = 30 * time.Second
 
 func handleCreateTopics(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
-	if !s.goHandler(r.log, func() { createTopics(s, r, req) }) {
+	if !s.goHandler(r.log(), func() { createTopics(s, r, req) }) {
 		r.respond(createTopicsFailAll(req, kerr.RequestTimedOut.Code))
 	}
 }
@@ -94,7 +94,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 			if err != nil {
 				code, msg := adminErrorCode(err)
 				setErr(code, msg)
-				r.log.WithField("topic", t.Topic).WithError(err).Info("create topic failed")
+				r.log().WithField("topic", t.Topic).WithError(err).Info("create topic failed")
 				break
 			}
 			rt.NumPartitions = int32(len(assign))
@@ -108,7 +108,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 			}
 			if !req.ValidateOnly {
 				created[t.Topic] = int32(len(assign))
-				r.log.WithFields(logrus.Fields{"topic": t.Topic, "partitions": len(assign)}).Info("created topic")
+				r.log().WithFields(logrus.Fields{"topic": t.Topic, "partitions": len(assign)}).Info("created topic")
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)

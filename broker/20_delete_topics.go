@@ -24,7 +24,7 @@ func init() { regKey(kmsg.DeleteTopics, 0, 5, handleDeleteTopics) }
 
 func handleDeleteTopics(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
-	if !s.goHandler(r.log, func() { deleteTopics(s, r, req) }) {
+	if !s.goHandler(r.log(), func() { deleteTopics(s, r, req) }) {
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 		for _, n := range req.TopicNames {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -64,11 +64,11 @@ func deleteTopics(s *Server, r *request, req *kmsg.DeleteTopicsRequest) {
 			if err := s.admin.DeleteTopic(wctx, n); err != nil {
 				code, msg := adminErrorCode(err)
 				setErr(code, msg)
-				r.log.WithField("topic", n).WithError(err).Info("delete topic failed")
+				r.log().WithField("topic", n).WithError(err).Info("delete topic failed")
 				break
 			}
 			pending[n] = true
-			r.log.WithField("topic", n).Info("topic marked for deletion")
+			r.log().WithField("topic", n).Info("topic marked for deletion")
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

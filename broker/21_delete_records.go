@@ -87,7 +87,7 @@ func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	// The leader checkpoints the new log start offsets (disk I/O): off the connection's loop.
-	if !s.goHandler(r.log, func() {
+	if !s.goHandler(r.log(), func() {
 		deleter.DeleteRecords(timeout, parts, func(results []rm.DeleteRecordsResult) {
 			for _, res := range results {
 				codes[res.TopicPartition], lows[res.TopicPartition] = res.ErrorCode, res.LowWatermark

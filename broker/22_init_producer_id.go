@@ -101,7 +101,7 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
-	if !s.goHandler(r.log, func() {
+	if !s.goHandler(r.log(), func() {
 		ctx, cancel := context.WithTimeout(s.ctx, producerIDAllocTimeout)
 		defer cancel()
 		id, err := s.pids.nextID(ctx, alloc)
@@ -114,9 +114,9 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		}
 		if err != nil {
-			r.log.WithError(err).Warn("producer id block allocation failed")
+			r.log().WithError(err).Warn("producer id block allocation failed")
 		} else {
-			r.log.WithFields(logrus.Fields{"producerId": id}).Debug("producer id assigned")
+			r.log().WithFields(logrus.Fields{"producerId": id}).Debug("producer id assigned")
 		}
 		r.respond(resp)
 	}) {

@@ -61,7 +61,7 @@ func (s *Server) configAdmin() (ConfigAdmin, error) {
 
 func handleDescribeConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
-	if !s.goHandler(r.log, func() { r.respond(describeConfigs(s, r.log, req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(describeConfigs(s, r.log(), req)) }) {
 		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewDescribeConfigsResponseResource()

@@ -34,7 +34,7 @@ func init() { regKey(kmsg.AlterConfigs, 0, 1, handleAlterConfigs) }
 
 func handleAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
-	if !s.goHandler(r.log, func() { r.respond(alterConfigs(s, r.log, req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(alterConfigs(s, r.log(), req)) }) {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()

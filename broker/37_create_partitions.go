@@ -50,7 +50,7 @@ type PartitionAdder interface {
 
 func handleCreatePartitions(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
-	if !s.goHandler(r.log, func() { createPartitions(s, r, req) }) {
+	if !s.goHandler(r.log(), func() { createPartitions(s, r, req) }) {
 		r.respond(createPartitionsFailAll(req, kerr.RequestTimedOut.Code))
 	}
 }
@@ -106,7 +106,7 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 		default:
 			code, msg := addPartitions(wctx, pa, t, req.ValidateOnly)
 			setErr(code, msg)
-			l := r.log.WithFields(logrus.Fields{"topic": t.Topic, "count": t.Count, "validateOnly": req.ValidateOnly})
+			l := r.log().WithFields(logrus.Fields{"topic": t.Topic, "count": t.Count, "validateOnly": req.ValidateOnly})
 			if code != 0 {
 				l.WithField("error", msg).Info("create partitions failed")
 			} else if !req.ValidateOnly {

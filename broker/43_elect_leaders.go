@@ -55,7 +55,7 @@ const electLeadersControllerTimeout = 25 * time.Second
 
 func handleElectLeaders(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
-	if !s.goHandler(r.log, func() { electLeaders(s, r, req) }) {
+	if !s.goHandler(r.log(), func() { electLeaders(s, r, req) }) {
 		r.respond(electLeadersAnswer(req, electLeadersAll(s, req, kerr.RequestTimedOut.Code)))
 	}
 }
@@ -112,7 +112,7 @@ func electLeaders(s *Server, r *request, req *kmsg.ElectLeadersRequest) {
 	ctx, cancel := context.WithTimeout(s.ctx, electLeadersControllerTimeout)
 	results, err := le.ElectLeaders(ctx, tps, unclean)
 	cancel()
-	log := r.log.WithFields(logrus.Fields{"unclean": unclean, "partitions": len(tps)})
+	log := r.log().WithFields(logrus.Fields{"unclean": unclean, "partitions": len(tps)})
 	if err != nil {
 		code := kerr.UnknownServerError.Code
 		switch {

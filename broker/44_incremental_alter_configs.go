@@ -28,7 +28,7 @@ func init() { regKey(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterC
 
 func handleIncrementalAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	if !s.goHandler(r.log, func() { r.respond(incrementalAlterConfigs(s, r.log, req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(incrementalAlterConfigs(s, r.log(), req)) }) {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()

@@ -77,7 +77,7 @@ func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request)
 			targets[zkcoord.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Replicas // nil = cancel
 		}
 	}
-	if !s.goHandler(r.log, func() {
+	if !s.goHandler(r.log(), func() {
 		ctx, cancel := context.WithTimeout(s.ctx, reassignTimeout(req.TimeoutMillis))
 		defer cancel()
 		results, err := ra.AlterPartitionReassignments(ctx, targets)
@@ -85,7 +85,7 @@ func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request)
 			resp.ErrorCode = reassignTopLevelCode(err)
 			msg := err.Error()
 			resp.ErrorMessage = &msg
-			r.log.WithError(err).Info("AlterPartitionReassignments refused")
+			r.log().WithError(err).Info("AlterPartitionReassignments refused")
 			r.respond(resp)
 			return
 		}
@@ -102,7 +102,7 @@ func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request)
 			sort.Slice(t.Partitions, func(i, j int) bool { return t.Partitions[i].Partition < t.Partitions[j].Partition })
 			resp.Topics = append(resp.Topics, t)
 		}
-		r.log.WithFields(logrus.Fields{"partitions": len(targets)}).Info("AlterPartitionReassignments processed")
+		r.log().WithFields(logrus.Fields{"partitions": len(targets)}).Info("AlterPartitionReassignments processed")
 		r.respond(resp)
 	}) {
 		resp.ErrorCode = kerr.RequestTimedOut.Code

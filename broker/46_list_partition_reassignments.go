@@ -43,7 +43,7 @@ func handleListPartitionReassignments(s *Server, r *request, kreq kmsg.Request) 
 			}
 		}
 	}
-	if !s.goHandler(r.log, func() {
+	if !s.goHandler(r.log(), func() {
 		ctx, cancel := context.WithTimeout(s.ctx, reassignTimeout(req.TimeoutMillis))
 		defer cancel()
 		ongoing, err := ra.ListPartitionReassignments(ctx, tps)

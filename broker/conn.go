@@ -262,7 +262,19 @@ type request struct {
 	c    *conn
 	hdr  kproto.RequestHeader
 	slot *slot
-	log  logrus.FieldLogger
+
+	logOnce sync.Once
+	logger  logrus.FieldLogger
+}
+
+// log is the request's logger (component, client, apiKey, version), built on first use: most
+// requests log nothing, and building it for each cost a few allocations per request on the
+// produce and fetch paths.
+func (r *request) log() logrus.FieldLogger {
+	r.logOnce.Do(func() {
+		r.logger = r.c.log.WithFields(logrus.Fields{"component": "request", "client": r.clientID(), "apiKey": kmsg.NameForKey(r.hdr.Key), "version": r.hdr.Version})
+	})
+	return r.logger
 }
 
 // respond completes the request with resp (nil: no response on the wire).
@@ -278,7 +290,7 @@ func (r *request) respondAndClose() { r.slot.complete(reply{close: true}) }
 func (r *request) safe(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
-			recoverLogValue(r.log, "completion", v)
+			recoverLogValue(r.log(), "completion", v)
 			r.c.close()
 		}
 	}()
@@ -336,9 +348,7 @@ func (c *conn) handleFrame(frame []byte) error {
 		return err
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
-		r := &request{c: c, hdr: hdr, slot: sl}
-		r.log = c.log.WithFields(logrus.Fields{"component": "request", "client": r.clientID(), "apiKey": kmsg.NameForKey(key), "version": version})
-		h.fn(c.s, r, req)
+		h.fn(c.s, &request{c: c, hdr: hdr, slot: sl}, req)
 	})
 }
 

@@ -35,7 +35,7 @@ func (s *Server) SetGroupCoordinator(gc GroupCoordinator) { s.groups = gc }
 
 func handleGroupRequest(s *Server, r *request, req kmsg.Request) {
 	if s.groups == nil {
-		requestWarnings.Warn(r.log, "", "no group coordinator; closing the connection")
+		requestWarnings.Warn(r.log(), "", "no group coordinator; closing the connection")
 		r.respondAndClose()
 		return
 	}
@@ -43,7 +43,7 @@ func handleGroupRequest(s *Server, r *request, req kmsg.Request) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	gr := &groupcoord.Request{ClientID: r.clientID(), ClientHost: "/" + host, Listener: r.c.listener, Log: r.log}
+	gr := &groupcoord.Request{ClientID: r.clientID(), ClientHost: "/" + host, Listener: r.c.listener, Log: r.log()}
 	s.groups.Handle(gr, req, func(resp kmsg.Response) {
 		r.safe(func() { r.respond(resp) })
 	})
