@@ -196,7 +196,7 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 	if budget < 0 {
 		budget = 0
 	}
-	return l.segs.read(startOffset, budget, maxOffset, minOneBatch)
+	return l.segs.read(startOffset, budget, maxOffset, l.leo, minOneBatch)
 }
 
 // OffsetForTimestamp finds the first record whose timestamp is >= ts (ListOffsets by time),

@@ -26,7 +26,7 @@ func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, mi
 	if startOffset == l.leo || startOffset >= maxOffset {
 		return kproto.FileRecords{}, nil
 	}
-	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, minOneBatch)
+	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch)
 }
 
 // batchEndHeader is the part of a batch header that delimits it: base offset, length and
@@ -36,8 +36,13 @@ const batchEndHeader = offLastOffsetDelta + 4
 // readRegions finds the whole batches from the batch that contains startOffset, within budget
 // bytes (the first batch whole when minOneBatch), stopping before a batch whose last offset
 // reaches maxOffset, reading only their headers; see Log.ReadRegions, which checks startOffset.
+// leo is the log end offset read with the segments (under Log.mu): when every batch after the
+// first one found in a segment ends below maxOffset (the segment ends at its successor's base,
+// the active one at leo) and the rest of the segment fits the budget, the rest is taken whole
+// without reading its headers (Kafka's slice to the segment's end), so a follower's fetch at the
+// log's tail costs one header read, not one per batch.
 // read copies its regions' bytes.
-func (sl segmentList) readRegions(startOffset, budget, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
+func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, minOneBatch bool) (kproto.FileRecords, error) {
 	var out kproto.FileRecords
 	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
 	if i < 0 {
@@ -97,6 +102,13 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset int64, minOneBa
 		}
 		p := firstSize // the first batch fits and ends below maxOffset
 		stop := false
+		segEnd := leo // the offset after the segment's last batch, or above it (a compacted gap)
+		if i+1 < len(sl) {
+			segEnd = sl[i+1].base
+		}
+		if segEnd <= maxOffset && s.size-pos <= limit {
+			p = s.size - pos // the rest of the segment, whole batches that all end below maxOffset
+		}
 		for p+batchHeaderSize <= limit {
 			_, size, last, err := header(s, pos+p)
 			if err != nil {

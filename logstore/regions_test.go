@@ -229,3 +229,86 @@ func TestZeroCopyFetchTruncatedAndRewrittenAfterRegionsChosen(t *testing.T) {
 		})
 	}
 }
+
+// ReadRegions against a model of the batches the log holds (their offsets and sizes as
+// appended): from the batch that contains the start offset, whole batches in order while they
+// end below maxOffset and fit the budget, the first one whole when minOneBatch. Read and
+// ReadRegions share one walk, so TestReadRegionsMatchesRead cannot see an error common to both;
+// this can, including in the shortcut that takes the rest of a segment without reading its
+// headers.
+func TestReadRegionsModel(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 16 << 10 // many segments
+	l := newTestLog(t, cfg, nil)
+	rng := rand.New(rand.NewSource(11))
+	type batch struct{ base, last, size int64 }
+	var batches []batch
+	for range 150 {
+		b := testBatch{records: 1 + rng.Intn(8), valueSize: rng.Intn(600), baseTs: 1}.build()
+		info := mustAppend(t, l, b, 1)
+		batches = append(batches, batch{info.FirstOffset, info.LastOffset, int64(len(b))})
+	}
+	leo := l.LogEndOffset()
+	model := func(start int64, budget int32, maxOffset int64, minOne bool) (want [][2]int64) {
+		remaining := int64(budget)
+		for _, b := range batches {
+			if b.last < start {
+				continue
+			}
+			if b.last >= maxOffset {
+				break
+			}
+			if b.size > remaining {
+				if len(want) == 0 && minOne {
+					want = append(want, [2]int64{b.base, b.last})
+				}
+				break
+			}
+			want = append(want, [2]int64{b.base, b.last})
+			remaining -= b.size
+		}
+		return want
+	}
+	shortcuts := 0
+	for i := range 4000 {
+		start := rng.Int63n(leo)
+		budget := int32(rng.Intn(64 << 10))
+		switch i % 4 {
+		case 0:
+			budget = 1 << 30 // everything fits: the rest of each segment is taken whole
+		case 1:
+			budget = int32(rng.Intn(2000)) // about one batch
+		}
+		maxOffset := start + 1 + rng.Int63n(leo-start+1)
+		if i%2 == 0 {
+			maxOffset = leo // a follower's read (or a consumer's with HW = LEO)
+		}
+		minOne := rng.Intn(2) == 0
+		fr, err := l.ReadRegions(start, budget, maxOffset, minOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fr.ReadAll(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := BatchHeaders(got)
+		if err != nil {
+			t.Fatalf("ReadRegions(%d, %d, %d, %v): %v", start, budget, maxOffset, minOne, err)
+		}
+		var have [][2]int64
+		for _, h := range hs {
+			have = append(have, [2]int64{h.BaseOffset, h.LastOffset()})
+		}
+		want := model(start, budget, maxOffset, minOne)
+		if fmt.Sprint(have) != fmt.Sprint(want) {
+			t.Fatalf("ReadRegions(%d, %d, %d, %v): batches %v, want %v", start, budget, maxOffset, minOne, have, want)
+		}
+		if maxOffset == leo && budget == 1<<30 {
+			shortcuts++
+		}
+	}
+	if shortcuts < 500 {
+		t.Fatalf("only %d reads of the whole tail", shortcuts)
+	}
+}
