@@ -99,3 +99,29 @@ func BenchmarkTruncateCut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadRegionsTail delimits what a caught-up follower fetches: everything from a batch
+// near the log end to the end, in a log of 1 KB batches, 64 KB (64 batches) or 1 MB (1,024)
+// from the end. Taking the rest of the segment whole, only the first batch's header is read.
+func BenchmarkReadRegionsTail(b *testing.B) {
+	for _, back := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("batches=%d", back), func(b *testing.B) {
+			cfg := testConfig()
+			l := newTestLog(b, cfg, nil)
+			batch := testBatch{records: 1, valueSize: 1000, baseTs: 1}.build()
+			for i := 0; i < 4096; i++ {
+				if _, err := l.AppendAsLeader(batch, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			leo := l.LogEndOffset()
+			b.ReportAllocs()
+			for b.Loop() {
+				fr, err := l.ReadRegions(leo-int64(back), int32(back*len(batch)), leo, true)
+				if err != nil || fr.Len != int64(back*len(batch)) {
+					b.Fatalf("%d bytes, %v", fr.Len, err)
+				}
+			}
+		})
+	}
+}
