@@ -54,12 +54,16 @@ func (e *leaderEpochs) persist(entries []EpochEntry) error {
 	return nil
 }
 
-// persistDeferred records entries, a snapshot whose changes start at from or later, to be
-// written by the flush that raises the recovery point past from (syncBefore), not now. A crash
-// before that flush leaves the file as it was, and that loses nothing recovery would not
-// rebuild: the batches above the recovery point are re-validated and their epochs re-entered
-// (loader), and an entry at or after the LEO (an epoch with no batch yet) is dropped by the
-// loader anyway (truncateFromEnd). A new leader's entry (a LeaderAndIsr for a new topic makes
+// persistDeferred records entries, a snapshot that differs from the last one written only by
+// entries added at offset from or later (a new leader's start offset, or appended batches from
+// the first that changed the cache; nothing removed), to be written by the flush that raises the
+// recovery point past from (syncBefore), not now. A crash before that flush leaves the file as it
+// was, and that loses nothing recovery would not rebuild: recovery re-validates every batch from
+// the recovery point's segment on and re-enters their rising epochs (as Kafka's
+// LogSegment.recover), which adds the same entries (its first assign drops whatever the file holds
+// at or after that segment's first batch, the added entries with it), and an entry at or after the
+// LEO (an epoch with no batch yet) is dropped by the loader anyway (truncateFromEnd). A change that
+// removes entries is written at once (persist). A new leader's entry (a LeaderAndIsr for a new topic makes
 // thousands, each at the empty log's offset 0) so costs no file write and no fsync until its
 // first batches are flushed, at a segment roll or a clean shutdown (docs/performance.md,
 // "Controller at scale").
@@ -102,11 +106,17 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
+	n := len(l.epochs.entries)
 	changed := l.epochs.assign(epoch, startOffset)
+	removed := len(l.epochs.entries) != n+1
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
-	if changed {
-		// The entries an assign can change start at startOffset or later.
+	switch {
+	case changed && removed: // entries removed: written now (see persistDeferred)
+		if err := l.epochs.persist(epochs); err != nil {
+			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
+		}
+	case changed: // one entry added at startOffset
 		l.epochs.persistDeferred(epochs, startOffset)
 	}
 }

@@ -351,3 +351,66 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 		t.Fatalf("after truncating epoch 7 away and a flush: checkpoint %v, want %v", got, want)
 	}
 }
+
+// TestFollowerEpochCheckpointWriteDeferred: a follower's batches of a new epoch add to its cache
+// at once and to its checkpoint file at the flush past them, and a crash before that flush
+// recovers the same cache (recovery re-enters the batches' rising epochs); a batch of an older
+// epoch, which removes later entries, is written at once, as before.
+func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
+	cfg := testConfig()
+	l := newTestLog(t, cfg, nil)
+	onDisk := func() []EpochEntry {
+		t.Helper()
+		got, err := readEpochCheckpoint(l.epochs.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	mustFollow(t, l, testBatch{records: 3, base: 0, epoch: 2}.build())
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("after a flush: checkpoint %v, want [{2 0}]", got)
+	}
+	mustFollow(t, l, testBatch{records: 2, base: 3, epoch: 4}.build())
+	mustFollow(t, l, testBatch{records: 2, base: 5, epoch: 5}.build())
+	want := []EpochEntry{{2, 0}, {4, 3}, {5, 5}}
+	if got := l.EpochEntries(); !slices.Equal(got, want) {
+		t.Fatalf("cache %v, want %v", got, want)
+	}
+	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+		t.Fatalf("written before a flush: %v", got)
+	}
+	crashLog(l)
+	l2 := reopenLog(t, l, cfg, newFakeClock())
+	if got := l2.EpochEntries(); !slices.Equal(got, want) {
+		t.Fatalf("after a crash: epochs %v, want %v", got, want)
+	}
+	l = l2
+	mustFollow(t, l, testBatch{records: 2, base: 7, epoch: 3}.build()) // older: (4, 3) and (5, 5) go
+	want = []EpochEntry{{2, 0}, {3, 7}}
+	if got := l.EpochEntries(); !slices.Equal(got, want) {
+		t.Fatalf("cache %v, want %v", got, want)
+	}
+	if got := onDisk(); !slices.Equal(got, want) {
+		t.Fatalf("a removal was not written at once: checkpoint %v, want %v", got, want)
+	}
+}
+
+// TestLeaderEpochRemovalWrittenAtOnce: an AssignEpochStartOffset that removes entries (a
+// lower epoch than the latest, or entries at or after its start) is written at once.
+func TestLeaderEpochRemovalWrittenAtOnce(t *testing.T) {
+	l := newTestLog(t, testConfig(), nil)
+	l.AssignEpochStartOffset(5, 0)
+	mustAppend(t, l, testBatch{records: 3}.build(), 5)
+	l.AssignEpochStartOffset(4, 3) // epoch 5 is at or above 4: (5, 0) goes
+	want := []EpochEntry{{4, 3}}
+	if got := l.EpochEntries(); !slices.Equal(got, want) {
+		t.Fatalf("cache %v, want %v", got, want)
+	}
+	if got, err := readEpochCheckpoint(l.epochs.path); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("checkpoint %v %v, want %v written at once", got, err, want)
+	}
+}
