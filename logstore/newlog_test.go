@@ -273,14 +273,6 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	cfg := testConfig()
 	l := newTestLog(t, cfg, nil)
-	onDisk := func() []EpochEntry {
-		t.Helper()
-		got, err := readEpochCheckpoint(l.epochs.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
 	l.AssignEpochStartOffset(2, 0)
 	if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("cache %v, want [{2 0}]", got)
@@ -298,17 +290,17 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	if err := l.Flush(); err != nil { // the recovery point passes offset 0: written
 		t.Fatal(err)
 	}
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("after a flush past the entry: checkpoint %v, want [{2 0}]", got)
 	}
 	l.AssignEpochStartOffset(5, 3)
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
 	}
 	if err := l.Close(); err != nil { // LEO 3: no batch of epoch 5, nothing to write
 		t.Fatal(err)
 	}
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("after Close: checkpoint %v, want [{2 0}]", got)
 	}
 	lg, _ := testLogger()
@@ -326,7 +318,7 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	// recovery re-enters epoch 5 from its batches.
 	l2.AssignEpochStartOffset(5, 3)
 	mustAppend(t, l2, testBatch{records: 4}.build(), 5)
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
 	}
 	crashLog(l2)
@@ -347,7 +339,7 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	if err := l3.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := onDisk(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
+	if got, want := epochCheckpointOnDisk(t, l), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
 		t.Fatalf("after truncating epoch 7 away and a flush: checkpoint %v, want %v", got, want)
 	}
 }
@@ -359,19 +351,11 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 	cfg := testConfig()
 	l := newTestLog(t, cfg, nil)
-	onDisk := func() []EpochEntry {
-		t.Helper()
-		got, err := readEpochCheckpoint(l.epochs.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
 	mustFollow(t, l, testBatch{records: 3, base: 0, epoch: 2}.build())
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("after a flush: checkpoint %v, want [{2 0}]", got)
 	}
 	mustFollow(t, l, testBatch{records: 2, base: 3, epoch: 4}.build())
@@ -380,7 +364,7 @@ func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 	if got := l.EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
-	if got := onDisk(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("written before a flush: %v", got)
 	}
 	crashLog(l)
@@ -394,7 +378,7 @@ func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 	if got := l.EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
-	if got := onDisk(); !slices.Equal(got, want) {
+	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, want) {
 		t.Fatalf("a removal was not written at once: checkpoint %v, want %v", got, want)
 	}
 }
@@ -413,4 +397,14 @@ func TestLeaderEpochRemovalWrittenAtOnce(t *testing.T) {
 	if got, err := readEpochCheckpoint(l.epochs.path); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("checkpoint %v %v, want %v written at once", got, err, want)
 	}
+}
+
+// epochCheckpointOnDisk reads l's leader-epoch-checkpoint file.
+func epochCheckpointOnDisk(t *testing.T, l *Log) []EpochEntry {
+	t.Helper()
+	got, err := readEpochCheckpoint(l.epochs.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
