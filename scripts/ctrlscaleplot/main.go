@@ -90,7 +90,7 @@ func main() {
 	p.Y.Label.Text = "seconds (log scale)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Top, p.Legend.Left = false, false // bottom right: the lines rise to the right
 	p.Add(plotter.NewGrid())
 	series := []struct {
 		name string
