@@ -150,9 +150,8 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 		pos += int64(h.Size())
 		// Kafka's maybeAssignEpochStartOffset for every batch: a no-op within the latest
 		// epoch; an older epoch replaces the conflicting later entries (epochCache.assign).
-		n := len(l.epochs.entries)
-		if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
-			epochsRemoved = epochsRemoved || len(l.epochs.entries) != n+1
+		if changed, removed := l.epochs.assignTracked(h.LeaderEpoch, h.BaseOffset); changed {
+			epochsRemoved = epochsRemoved || removed
 			if !epochsChanged {
 				epochsChanged, epochsFrom = true, h.BaseOffset
 			}
@@ -170,19 +169,15 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 		epochs = l.epochs.snapshot()
 	}
 	l.mu.Unlock()
-	switch {
-	case epochsRemoved:
-		// An older epoch's batch replaced later entries: written now, as Kafka does (recovery
-		// re-enters only rising epochs, so it would not redo the removal).
-		if err := l.epochs.persist(epochs); err != nil {
+	if epochsChanged {
+		// New entries only: written by the flush that raises the recovery point past these
+		// batches (recovery re-enters their epochs until then), so a follower taking the first
+		// batches of a new leader's epoch on thousands of partitions fsyncs nothing on its
+		// fetch path. An older epoch's batch that replaced later entries: written now, as
+		// Kafka does (recovery re-enters only rising epochs, so it would not redo the removal).
+		if err := l.epochs.persistChange(epochs, epochsFrom, epochsRemoved); err != nil {
 			l.log.WithError(err).Error("writing leader-epoch-checkpoint")
 		}
-	case epochsChanged:
-		// New entries only: written by the flush that raises the recovery point past these
-		// batches; until then recovery re-validates them and re-enters their epochs
-		// (persistDeferred). A follower taking the first batches of a new leader's epoch on
-		// thousands of partitions so fsyncs nothing on its fetch path.
-		l.epochs.persistDeferred(epochs, epochsFrom)
 	}
 	if err := l.flusher.appended(int64(info.NumRecords), last+1, now, cfg); err != nil {
 		return info, err

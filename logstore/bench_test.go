@@ -53,12 +53,7 @@ func benchmarkRandomReads(b *testing.B, read func(l *Log, off, leo int64) error)
 	cfg := testConfig()
 	cfg.SegmentBytes = 16 << 20
 	l := newTestLog(b, cfg, nil)
-	batch := testBatch{records: 16, valueSize: 1000, baseTs: 1}.build()
-	for i := 0; i < 4096; i++ {
-		if _, err := l.AppendAsLeader(batch, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillLog(b, l, testBatch{records: 16, valueSize: 1000, baseTs: 1}.build(), 4096)
 	leo := l.LogEndOffset()
 	rng := rand.New(rand.NewSource(1))
 	b.SetBytes(1 << 20)
@@ -109,11 +104,7 @@ func BenchmarkReadRegionsTail(b *testing.B) {
 			cfg := testConfig()
 			l := newTestLog(b, cfg, nil)
 			batch := testBatch{records: 1, valueSize: 1000, baseTs: 1}.build()
-			for i := 0; i < 4096; i++ {
-				if _, err := l.AppendAsLeader(batch, 1); err != nil {
-					b.Fatal(err)
-				}
-			}
+			fillLog(b, l, batch, 4096)
 			leo := l.LogEndOffset()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -123,5 +114,15 @@ func BenchmarkReadRegionsTail(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fillLog appends batch to l n times as leader (epoch 1).
+func fillLog(b *testing.B, l *Log, batch []byte, n int) {
+	b.Helper()
+	for range n {
+		if _, err := l.AppendAsLeader(batch, 1); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -76,6 +76,15 @@ func (c *epochCache) assign(epoch int32, startOffset int64) bool {
 	return true
 }
 
+// assignTracked is assign that also reports whether it removed entries (rather than only
+// appending one): a change that only adds may wait for a flush to be written, one that removes
+// may not (leaderEpochs.persistChange).
+func (c *epochCache) assignTracked(epoch int32, startOffset int64) (changed, removed bool) {
+	n := len(c.entries)
+	changed = c.assign(epoch, startOffset)
+	return changed, changed && len(c.entries) != n+1
+}
+
 // truncateFromEnd drops entries whose start offset is >= endOffset (after a log truncation).
 func (c *epochCache) truncateFromEnd(endOffset int64) bool {
 	n := len(c.entries)

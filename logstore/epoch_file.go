@@ -74,6 +74,17 @@ func (e *leaderEpochs) persistDeferred(entries []EpochEntry, from int64) {
 	e.fileMu.Unlock()
 }
 
+// persistChange writes entries, the cache after assigns for offset from or later, as the
+// change demands: at once when they removed entries (persist), else by the flush past from
+// (persistDeferred).
+func (e *leaderEpochs) persistChange(entries []EpochEntry, from int64, removed bool) error {
+	if removed {
+		return e.persist(entries)
+	}
+	e.persistDeferred(entries, from)
+	return nil
+}
+
 // syncBefore writes a pending snapshot (as persist does) when an entry it changed starts
 // below offset: called before the recovery point is raised to offset. The caller must have
 // read offset after the appends it covers, so that the persistDeferred before those appends
@@ -106,18 +117,13 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
-	n := len(l.epochs.entries)
-	changed := l.epochs.assign(epoch, startOffset)
-	removed := len(l.epochs.entries) != n+1
+	changed, removed := l.epochs.assignTracked(epoch, startOffset)
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
-	switch {
-	case changed && removed: // entries removed: written now (see persistDeferred)
-		if err := l.epochs.persist(epochs); err != nil {
+	if changed {
+		if err := l.epochs.persistChange(epochs, startOffset, removed); err != nil {
 			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
 		}
-	case changed: // one entry added at startOffset
-		l.epochs.persistDeferred(epochs, startOffset)
 	}
 }
 
