@@ -73,6 +73,7 @@ while (($# > 0)); do
 	--phases)
 		need "$@"
 		[[ "$2" =~ ^(rf1|consume|rf3|latency)(,(rf1|consume|rf3|latency))*$ ]] || die "--phases must list rf1, consume, rf3 or latency, comma-separated, got '$2'"
+		[[ ",$2," != *,consume,* || ",$2," == *,rf1,* ]] || die "--phases: consume reads what rf1 produced, so it needs rf1"
 		PHASES=$2
 		shift 2
 		;;
