@@ -26,7 +26,9 @@ var (
 )
 
 // conn is one client connection: a reader goroutine (serve) that decodes and dispatches
-// requests, and a writer goroutine (writeLoop) that sends their responses in request order.
+// requests, and a response stream (conn_write.go) that sends their responses in request order,
+// written by whichever goroutine finds the next response ready (the reader after a handler, the
+// goroutine that completed a parked request) or by the connection's writer goroutine.
 type conn struct {
 	s        *Server
 	nc       net.Conn
@@ -36,17 +38,24 @@ type conn struct {
 	// connection is a socket); otherwise the records are read into memory.
 	zeroCopy bool
 
-	queue     chan *slot    // outstanding requests in arrival order; cap = maxInFlight
+	inflight  chan struct{} // one token per request decoded and not yet answered; cap = maxInFlight
 	done      chan struct{} // closed by close()
 	closeOnce sync.Once
+
+	out responseStream // the responses in request order (conn_write.go)
 }
 
 // slot is the future response of one request.
 type slot struct {
+	c      *conn
 	corr   int32
-	ch     chan reply // cap 1: completing never blocks
 	once   sync.Once
 	timing requestTiming // recorded once the response is written (request_metrics.go)
+
+	// Guarded by c.out.mu.
+	r         reply
+	done      bool // r is set
+	inHandler bool // the reader is still running this request's handler
 }
 
 type reply struct {
@@ -58,15 +67,17 @@ type reply struct {
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
-	return &conn{
+	c := &conn{
 		s:        s,
 		nc:       nc,
 		listener: listener,
 		log:      s.log.WithFields(logrus.Fields{"remote": nc.RemoteAddr().String(), "listener": listener}),
-		queue:    make(chan *slot, maxInFlight),
+		inflight: make(chan struct{}, maxInFlight),
 		done:     make(chan struct{}),
 		zeroCopy: isSocket(nc),
 	}
+	c.out.init(nc)
+	return c
 }
 
 // isSocket reports whether nc exposes its file descriptor (a TCP connection), which
@@ -83,15 +94,8 @@ func (c *conn) close() {
 	})
 }
 
-// complete hands the response of sl to the writer. Only the first call counts.
-func (sl *slot) complete(r reply) {
-	sl.once.Do(func() {
-		sl.timing.responseCompleted()
-		sl.ch <- r
-	})
-}
-
-// serve runs the connection until it closes: this goroutine reads, a second one writes.
+// serve runs the connection until it closes: this goroutine reads (and writes the responses its
+// handlers completed at once), a second one writes what would wait (conn_write.go).
 func (c *conn) serve() {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -205,55 +209,6 @@ func (p *bufferPool) put(b *[]byte) {
 	if c := frameClass(cap(*b)); c >= 0 && cap(*b) == 1<<(minPooledFrameShift+c) {
 		*b = (*b)[:0]
 		p.classes[c].Put(b)
-	}
-}
-
-// writeLoop writes completed responses in request order.
-func (c *conn) writeLoop() {
-	defer recoverLog(c.log, "connection writer")
-	defer c.close()
-	var buf []byte
-	for {
-		var sl *slot
-		select {
-		case sl = <-c.queue:
-		case <-c.done:
-			return
-		}
-		var r reply
-		select {
-		case r = <-sl.ch:
-		case <-c.done:
-			return
-		}
-		sl.timing.responseTaken()
-		if r.fetch != nil {
-			var cuts []int
-			var err error
-			buf, cuts, err = kproto.AppendSplicedFetch(buf[:0], sl.corr, r.fetch)
-			if err != nil {
-				c.log.WithError(err).Error("closing connection: encoding a fetch response around segment-file regions failed")
-				return
-			}
-			if err := kproto.WriteSplicedFetch(c.nc, buf, cuts, r.fetch); err != nil {
-				// Part of the response may be on the wire: only closing keeps the stream framed.
-				c.log.WithError(err).Info("closing connection: writing a fetch response from the segment files failed")
-				return
-			}
-		} else if r.resp != nil {
-			buf = kproto.AppendResponse(buf[:0], sl.corr, r.resp)
-			if _, err := c.nc.Write(buf); err != nil {
-				return
-			}
-			if cap(buf) > 1<<20 { // do not pin a large fetch response's buffer
-				buf = nil
-			}
-		}
-		sl.timing.record()
-		if r.close {
-			c.log.Info("closing connection after an acks=0 produce error")
-			return
-		}
 	}
 }
 
@@ -384,17 +339,20 @@ func (c *conn) waitForMetadata(key int16) error {
 }
 
 // enqueue reserves the next in-order response slot (waiting while maxInFlight requests
-// are outstanding) and runs start with it on the reader goroutine.
+// are outstanding) and runs start with it on the reader goroutine. A response the handler
+// completed at once is written here, before the next request is read (handlerReturned).
 func (c *conn) enqueue(corr int32, timing requestTiming, start func(*slot)) error {
-	sl := &slot{corr: corr, ch: make(chan reply, 1), timing: timing}
 	select {
-	case c.queue <- sl:
+	case c.inflight <- struct{}{}:
 	case <-c.done:
 		return net.ErrClosed
 	}
+	sl := &slot{c: c, corr: corr, timing: timing}
+	c.out.push(sl)
 	sl.timing.handlerStarted()
 	start(sl)
 	sl.timing.handlerReturned()
+	c.handlerReturned(sl)
 	return nil
 }
 

@@ -1,7 +1,7 @@
-// Package broker owns the Kafka wire server of isrbroker: the TCP listeners, one reader and
-// one in-order writer goroutine per connection, dispatch by API key (one handler file per key,
-// named like kfake's: 00_produce.go, 01_fetch.go, …), and the metadata cache, which is fed
-// only by UpdateMetadata requests from the controller, as in Kafka.
+// Package broker owns the Kafka wire server of isrbroker: the TCP listeners, one reader
+// goroutine and one in-order response stream per connection, dispatch by API key (one
+// handler file per key, named like kfake's: 00_produce.go, 01_fetch.go, …), and the metadata
+// cache, which is fed only by UpdateMetadata requests from the controller, as in Kafka.
 //
 // The package owns no partition state. Every request body is decoded and every response
 // body encoded by kmsg; data requests go to the replica manager (Replicas), topic creation
@@ -11,7 +11,9 @@
 //
 // Concurrency: the reader of a connection decodes and dispatches requests one after the
 // other; a handler may complete later on another goroutine (an acks=-1 produce parked in
-// the purgatory, a delayed fetch), so requests of one connection overlap, but the writer
-// sends responses strictly in request order. At most maxInFlight requests per connection
-// are outstanding. The metadata cache is a copy-on-write snapshot behind an atomic pointer.
+// the purgatory, a delayed fetch), so requests of one connection overlap, but responses go
+// out strictly in request order: written by whichever goroutine finds the oldest one ready,
+// with non-blocking writes, or by the connection's writer goroutine where a write would wait
+// (conn_write.go). At most maxInFlight requests per connection are outstanding. The
+// metadata cache is a copy-on-write snapshot behind an atomic pointer.
 package broker

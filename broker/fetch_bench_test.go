@@ -90,7 +90,7 @@ func benchmarkFetchResponse(b *testing.B, perPart int) {
 			if _, err := c.Write(buf); err != nil {
 				b.Fatal(err)
 			}
-			if cap(buf) > 1<<20 { // as conn.writeLoop: a large buffer is not kept
+			if cap(buf) > 1<<20 { // as conn.written: a large buffer is not kept
 				buf = nil
 			}
 		}
