@@ -13,9 +13,9 @@ import (
 // (the writer role). Whichever goroutine finds the oldest unanswered response ready takes the
 // role: the reader once a handler has returned, or the goroutine that completed a parked
 // request (an acks=-1 produce completed by a follower's fetch, a consumer fetch completed by
-// an append). It writes what is ready with one non-blocking write per response, so it never
-// waits for the client; whatever would wait (a short write, a full socket buffer, a fetch
-// answered from the segment files with sendfile, a connection that is not a socket) goes to
+// an append). It writes what is ready with non-blocking write(2) and sendfile(2) calls
+// (kproto.FrameWrite.TryWrite), so it never waits for the client; the rest of a response the
+// socket would not take at once, and everything on a connection that is not a socket, goes to
 // the connection's writer goroutine (writeLoop), which may block.
 //
 // Before this, every response went through the writer goroutine: one more goroutine wake-up
@@ -33,9 +33,9 @@ type responseStream struct {
 	raw syscall.RawConn
 
 	// Owned by the writer role's holder.
-	buf      []byte // encoding buffer
-	rest     []byte // the unwritten tail of restSlot's response (aliases buf)
-	restSlot *slot
+	buf      []byte            // encoding buffer
+	fw       kproto.FrameWrite // the response being written (aliases buf)
+	restSlot *slot             // set when fw was left unfinished for writeLoop
 }
 
 func (o *responseStream) init(nc net.Conn) {
@@ -112,46 +112,38 @@ func (c *conn) handOff() {
 	}
 }
 
-// next pops the oldest response if it is ready; otherwise it gives the writer role up. A
-// non-blocking holder leaves a fetch answered from the segment files in place and hands the
-// role to writeLoop (handoff reports that).
-func (c *conn) next(blocking bool) (sl *slot, handoff bool) {
+// next pops the oldest response if it is ready; otherwise it gives the writer role up.
+func (c *conn) next() *slot {
 	o := &c.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.pending) == 0 || !o.pending[0].done || o.pending[0].inHandler {
 		o.writing = false
-		return nil, false
+		return nil
 	}
-	sl = o.pending[0]
-	if !blocking && sl.r.fetch != nil {
-		return nil, true
-	}
+	sl := o.pending[0]
 	o.pending[0] = nil
 	o.pending = o.pending[1:]
 	if len(o.pending) == 0 {
 		o.pending = o.pending[:0:0] // let the array go once it drains; push allocates anew
 	}
-	return sl, false
+	return sl
 }
 
 // drain writes ready responses in order until the oldest is not ready (the role is given up)
-// or, when not blocking, a write would wait (the role goes to writeLoop).
+// or, when not blocking, the socket would make a write wait (the role goes to writeLoop with
+// the rest of that response).
 func (c *conn) drain(blocking bool) {
 	o := &c.out
 	for {
-		sl, handoff := c.next(blocking)
-		if handoff {
-			c.handOff()
-			return
-		}
+		sl := c.next()
 		if sl == nil {
 			return
 		}
 		sl.timing.responseTaken()
 		r := sl.r
 		switch {
-		case r.fetch != nil: // blocking only (next)
+		case r.fetch != nil:
 			var cuts []int
 			var err error
 			o.buf, cuts, err = kproto.AppendSplicedFetch(o.buf[:0], sl.corr, r.fetch)
@@ -160,63 +152,44 @@ func (c *conn) drain(blocking bool) {
 				c.close()
 				return
 			}
-			if err := kproto.WriteSplicedFetch(c.nc, o.buf, cuts, r.fetch); err != nil {
-				// Part of the response may be on the wire: only closing keeps the stream framed.
-				c.log.WithError(err).Info("closing connection: writing a fetch response from the segment files failed")
-				c.close()
-				return
-			}
+			o.fw.ResetSpliced(o.buf, cuts, r.fetch)
 		case r.resp != nil:
 			o.buf = kproto.AppendResponse(o.buf[:0], sl.corr, r.resp)
-			if blocking {
-				if _, err := c.nc.Write(o.buf); err != nil {
-					c.close()
-					return
-				}
-				break
-			}
-			n, err := c.tryWrite(o.buf)
-			if err != nil {
-				c.close()
+			o.fw.Reset(o.buf)
+		default: // nothing on the wire (acks=0)
+			if !c.written(sl) {
 				return
 			}
-			if n < len(o.buf) {
-				o.rest, o.restSlot = o.buf[n:], sl
-				c.handOff()
-				return
-			}
+			continue
 		}
-		if !c.written(sl) {
+		if !blocking && !o.fw.TryWrite(o.raw) {
+			o.restSlot = sl
+			c.handOff()
+			return
+		}
+		if !c.finish(sl) {
 			return
 		}
 	}
 }
 
-// tryWrite is one non-blocking write: it returns what the socket took without waiting for
-// room (0 and no error when its buffer is full).
-func (c *conn) tryWrite(b []byte) (int, error) {
-	var n int
-	var werr error
-	err := c.out.raw.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), b)
-			if werr == syscall.EINTR {
-				continue
-			}
-			break
+// finish writes the rest of the response in o.fw, waiting for the socket as needed, and then
+// finishes sl (written). It reports whether the connection stays open.
+func (c *conn) finish(sl *slot) bool {
+	if err := c.out.fw.Finish(c.nc); err != nil {
+		// Part of the response may be on the wire: only closing keeps the stream framed. A
+		// segment file shorter than its region (truncated under the read) is worth telling;
+		// a client that went away is not.
+		if errors.Is(err, kproto.ErrShortFile) {
+			c.log.WithError(err).Info("closing connection: writing a fetch response from the segment files failed")
+		} else if !errors.Is(err, net.ErrClosed) {
+			c.log.WithError(err).Debug("closing connection: writing a response failed")
 		}
-		if werr == syscall.EAGAIN {
-			n, werr = 0, nil
-		}
-		if n < 0 {
-			n = 0
-		}
-		return true // never wait for writability here: writeLoop does
-	})
-	if err == nil {
-		err = werr
+		c.close()
+		return false
 	}
-	return n, err
+	c.out.fw.Release()
+	return c.written(sl)
 }
 
 // written finishes a response on the wire: its timing, its in-flight token, and an acks=0
@@ -248,16 +221,9 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		}
-		if o.rest != nil {
-			if _, err := c.nc.Write(o.rest); err != nil {
-				if !errors.Is(err, net.ErrClosed) {
-					c.log.WithError(err).Debug("closing connection: writing a response failed")
-				}
-				return
-			}
-			sl := o.restSlot
-			o.rest, o.restSlot = nil, nil
-			if !c.written(sl) {
+		if sl := o.restSlot; sl != nil {
+			o.restSlot = nil
+			if !c.finish(sl) {
 				return
 			}
 		}

@@ -202,20 +202,7 @@ func fetchRecordSetEnds(b []byte, version int16) ([][]int, error) {
 // socket on Linux (WriteFileRegion), so record bytes never enter user space. An error leaves
 // a partial response on w: the caller closes the connection.
 func WriteSplicedFetch(w io.Writer, frame []byte, cuts []int, sf *SplicedFetch) error {
-	prev := 0
-	for k, cut := range cuts {
-		if _, err := w.Write(frame[prev:cut]); err != nil {
-			return err
-		}
-		for _, r := range sf.Files[k].Records.Regions {
-			if err := WriteFileRegion(w, r); err != nil {
-				return err
-			}
-		}
-		prev = cut
-	}
-	_, err := w.Write(frame[prev:])
-	return err
+	return NewSplicedWrite(frame, cuts, sf).Finish(w)
 }
 
 // copyRegion is WriteFileRegion's copying path: pread through a small pooled buffer.

@@ -70,3 +70,35 @@ func WriteFileRegion(w io.Writer, r FileRegion) error {
 	}
 	return opErr
 }
+
+// trySendfile is sendfile(2) of r to raw's socket without waiting for room: it returns the
+// bytes sent, 0 when the socket buffer is full or on anything else (an error, a kernel that
+// refuses sendfile for the pair, a file shorter than r), which FrameWrite.Finish then meets
+// and handles through WriteFileRegion.
+func trySendfile(raw syscall.RawConn, r FileRegion) int64 {
+	fraw, err := r.File.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var sent int64
+	// Control keeps the file descriptor open (a concurrent Close waits) while it is used.
+	_ = fraw.Control(func(ffd uintptr) {
+		_ = raw.Write(func(sfd uintptr) bool {
+			off := r.Pos
+			for sent < r.Len {
+				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(r.Len-sent, 1<<30)))
+				if n > 0 {
+					sent += int64(n)
+				}
+				if errors.Is(err, unix.EINTR) {
+					continue
+				}
+				if err != nil || n <= 0 {
+					break
+				}
+			}
+			return true // never wait for writability here
+		})
+	})
+	return sent
+}

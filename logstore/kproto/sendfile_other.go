@@ -2,7 +2,10 @@
 
 package kproto
 
-import "io"
+import (
+	"io"
+	"syscall"
+)
 
 // WriteFileRegion writes r to w by copying (sendfile with an explicit offset is used on Linux
 // only; sendfile_linux.go).
@@ -12,3 +15,7 @@ func WriteFileRegion(w io.Writer, r FileRegion) error {
 	}
 	return copyRegion(w, r)
 }
+
+// trySendfile sends nothing where sendfile with an explicit offset is not used: FrameWrite's
+// Finish copies the region.
+func trySendfile(raw syscall.RawConn, r FileRegion) int64 { return 0 }
