@@ -104,6 +104,13 @@ func (c *conn) write() {
 	c.drain(false)
 }
 
+// maxInlineWrite is the largest response written without the writer goroutine. A larger one
+// (a consumer's fetch of megabytes) does not fit a socket buffer anyway, its latency is its
+// transfer, and writing its first part on the reader or a completing goroutine only delays
+// what that goroutine does next; measured, consumers read no faster that way
+// (docs/performance.md, "Third look").
+const maxInlineWrite = 256 << 10
+
 // handOff passes the writer role to writeLoop.
 func (c *conn) handOff() {
 	select {
@@ -162,7 +169,7 @@ func (c *conn) drain(blocking bool) {
 			}
 			continue
 		}
-		if !blocking && !o.fw.TryWrite(o.raw) {
+		if !blocking && (o.fw.Len() > maxInlineWrite || !o.fw.TryWrite(o.raw)) {
 			o.restSlot = sl
 			c.handOff()
 			return

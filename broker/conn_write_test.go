@@ -39,6 +39,10 @@ func loopbackConn(t *testing.T) (*conn, net.Conn) {
 	if !ok {
 		t.Fatal("accept failed")
 	}
+	// A small send buffer, so a response below maxInlineWrite still fills it.
+	if err := sc.(*net.TCPConn).SetWriteBuffer(8 << 10); err != nil {
+		t.Fatal(err)
+	}
 	c := newConn(fuzzServer(t), sc, "PLAINTEXT")
 	if c.out.raw == nil {
 		t.Fatal("a TCP connection must get the non-blocking write path")
@@ -64,11 +68,11 @@ func fetchResponseOf(n int) *kmsg.FetchResponse {
 
 // Responses leave in request order whoever completes them: a parked request completed later
 // by another goroutine holds back the responses behind it, a response larger than the socket
-// buffer (the client is not reading yet) is finished by the writer goroutine from where the
+// buffer (the client is not reading yet) is started inline and finished by the writer goroutine from where the
 // non-blocking write stopped, and nothing is lost or reordered.
 func TestResponsesInOrderAcrossInlineAndHandedOffWrites(t *testing.T) {
 	c, cc := loopbackConn(t)
-	const big = 8 << 20 // far above a loopback socket's send buffer
+	const big = maxInlineWrite - 1<<10 // written inline, and far above the socket's send buffer
 	var parked *slot
 	enqueue := func(corr int32, fn func(*slot)) {
 		t.Helper()
@@ -86,7 +90,7 @@ func TestResponsesInOrderAcrossInlineAndHandedOffWrites(t *testing.T) {
 		defer wg.Done()
 		parked.complete(reply{resp: unsupportedApiVersionsResponse()})
 	}()
-	wg.Wait() // its write cannot wait for the client: the 8 MiB one goes to the writer goroutine
+	wg.Wait() // its write cannot wait for the client: the rest of the big one goes to the writer goroutine
 
 	enqueue(4, func(sl *slot) { sl.complete(reply{resp: unsupportedApiVersionsResponse()}) })
 

@@ -77,6 +77,15 @@ func (w *FrameWrite) Release() {
 	w.next, w.off = 0, 0
 }
 
+// Len is the frame's length on the wire.
+func (w *FrameWrite) Len() int64 {
+	var n int64
+	for _, p := range w.pieces {
+		n += p.len()
+	}
+	return n
+}
+
 // Done reports whether every byte of the frame was written.
 func (w *FrameWrite) Done() bool { return w.next == len(w.pieces) }
 
