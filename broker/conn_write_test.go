@@ -11,36 +11,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
 )
 
 // loopbackConn returns a broker conn on the server side of a real loopback TCP connection
 // (so the non-blocking inline writes run) with its writer goroutine, and the client side.
 func loopbackConn(t *testing.T) (*conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- nc
-	}()
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
+	cc, sc := kprototest.TCPPair(t)
 	// A small send buffer, so a response below maxInlineWrite still fills it.
-	if err := sc.(*net.TCPConn).SetWriteBuffer(8 << 10); err != nil {
+	if err := sc.SetWriteBuffer(8 << 10); err != nil {
 		t.Fatal(err)
 	}
 	c := newConn(fuzzServer(t), sc, "PLAINTEXT")
@@ -49,7 +29,7 @@ func loopbackConn(t *testing.T) (*conn, net.Conn) {
 	}
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); c.writeLoop() }()
-	t.Cleanup(func() { c.close(); cc.Close(); <-writerDone })
+	t.Cleanup(func() { c.close(); <-writerDone })
 	return c, cc
 }
 

@@ -3,13 +3,13 @@ package kproto
 import (
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
 )
 
 // A spliced fetch frame written with TryWrite until the socket stops taking bytes, then with
@@ -54,31 +54,8 @@ func TestFrameWriteResumesWhereTryWriteStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rc, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	defer rc.Close()
-	raw, err := c.(syscall.Conn).SyscallConn()
+	c, rc := kprototest.TCPPair(t)
+	raw, err := c.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
