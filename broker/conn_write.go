@@ -20,7 +20,7 @@ import (
 //
 // Before this, every response went through the writer goroutine: one more goroutine wake-up
 // on each acknowledgement's path, which on a busy two-core machine costs scheduling delay
-// (docs/performance.md, "Inline response writes").
+// (docs/performance.md, "Third look").
 type responseStream struct {
 	mu      sync.Mutex
 	pending []*slot // requests decoded and not yet written, oldest first
