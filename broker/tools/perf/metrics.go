@@ -19,6 +19,9 @@ type clientMetrics struct {
 	batches, batchRecords       atomic.Int64
 	batchBytes, batchWireBytes  atomic.Int64 // uncompressed, compressed
 	fetchRecords, fetchBytes    atomic.Int64
+
+	// batchWritten wakes awaitBatchRecords (cap 1) after a produce batch hook.
+	batchWritten chan struct{}
 }
 
 var (
@@ -29,7 +32,7 @@ var (
 )
 
 func newClientMetrics(group, clientID string) *clientMetrics {
-	return &clientMetrics{group: group, clientID: clientID}
+	return &clientMetrics{group: group, clientID: clientID, batchWritten: make(chan struct{}, 1)}
 }
 
 func (m *clientMetrics) OnBrokerWrite(_ kgo.BrokerMetadata, _ int16, n int, _, _ time.Duration, err error) {
@@ -48,6 +51,26 @@ func (m *clientMetrics) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ 
 	m.batchRecords.Add(int64(b.NumRecords))
 	m.batchBytes.Add(int64(b.UncompressedBytes))
 	m.batchWireBytes.Add(int64(b.CompressedBytes))
+	select {
+	case m.batchWritten <- struct{}{}:
+	default:
+	}
+}
+
+// awaitBatchRecords waits, at most max, until the produce batch hooks have counted n records.
+// franz-go calls HookProduceBatchWritten on a goroutine of its own after the batch's records
+// are finished, so a Flush can return before the last batches are counted; --print-metrics
+// would then report fewer records sent than were acknowledged.
+func (m *clientMetrics) awaitBatchRecords(n int64, max time.Duration) {
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for m.batchRecords.Load() < n {
+		select {
+		case <-m.batchWritten:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func (m *clientMetrics) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, b kgo.FetchBatchMetrics) {

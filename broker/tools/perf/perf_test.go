@@ -402,3 +402,28 @@ func TestUnreachableBootstrap(t *testing.T) {
 		t.Fatalf("consume: %v", err)
 	}
 }
+
+// --print-metrics waits for franz-go's produce batch hooks, which run on goroutines of their
+// own after the records are acknowledged, so record-send-total counts every acknowledged record.
+func TestPrintMetricsAwaitsLateBatchHooks(t *testing.T) {
+	m := newClientMetrics("producer-metrics", "c")
+	release := make(chan struct{})
+	go func() {
+		<-release
+		for i := 0; i < 4; i++ {
+			m.OnProduceBatchWritten(kgo.BrokerMetadata{}, "t", 0, kgo.ProduceBatchMetrics{NumRecords: 250})
+		}
+	}()
+	close(release)
+	start := time.Now()
+	m.awaitBatchRecords(1000, time.Minute)
+	if got := m.batchRecords.Load(); got != 1000 {
+		t.Fatalf("awaitBatchRecords returned with %d of 1000 records counted", got)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatal("awaitBatchRecords waited for its deadline although the hooks had run")
+	}
+	// Hooks that never come: it gives up at its deadline.
+	m2 := newClientMetrics("producer-metrics", "c")
+	m2.awaitBatchRecords(1, 10*time.Millisecond)
+}

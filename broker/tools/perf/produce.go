@@ -246,12 +246,13 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, out io.Writer) (Summary,
 	flushErr := cl.Flush(ctx)
 	sum := stats.Total(time.Now())
 	fmt.Fprintln(out, sum.String())
-	if cfg.PrintMetrics {
-		metrics.print(out)
-	}
 	errMu.Lock()
 	nFailed, err1 := failed, firstErr
 	errMu.Unlock()
+	if cfg.PrintMetrics {
+		metrics.awaitBatchRecords(sent-nFailed, 5*time.Second)
+		metrics.print(out)
+	}
 	switch {
 	case nFailed > 0:
 		return sum, fmt.Errorf("%d of %d records failed; the first error: %v", nFailed, sent, err1)
