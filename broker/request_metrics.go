@@ -17,9 +17,9 @@ import (
 //   - LocalTimeMs: the handler's own work (an append, a read);
 //   - RemoteTimeMs: parked in a purgatory after the handler returned (an acks=-1 produce
 //     waiting for the ISR, a fetch waiting for min_bytes);
-//   - ResponseQueueTimeMs: completed → the connection's writer takes it (earlier responses of
+//   - ResponseQueueTimeMs: completed → a goroutine takes it to write it (earlier responses of
 //     the connection go first);
-//   - ResponseSendTimeMs: the writer writing it to the socket.
+//   - ResponseSendTimeMs: writing it to the socket (conn_write.go).
 //
 // A fetch counts as "Fetch" and as "FetchConsumer" or "FetchFollower" (replica_id >= 0), as
 // Kafka 2.4 does. The request names are Kafka's ApiKeys names. Deviation: RequestsPerSec has no
@@ -117,10 +117,10 @@ func newRequestMetrics(reg metrics.Registry) *requestMetrics {
 }
 
 // requestTiming is what a request's slot records once its response is written. The points in
-// time after start are offsets from it (monotonic). dequeued is set on the reader goroutine
-// before the handler runs and completed before the reply goes to the writer, so the writer sees
-// both; localDone is set on the reader goroutine after the handler returns, which may be after
-// the writer has written a response completed inside the handler, hence atomic.
+// time after start are offsets from it (monotonic). dequeued and localDone are set on the reader
+// goroutine before and after the handler, completed by whoever completes the slot; all before
+// the response stream's lock hands the slot to its writer (a response is not taken while its
+// handler runs), so the writer sees them. localDone stays atomic for readers outside that order.
 type requestTiming struct {
 	start time.Time   // the request frame was read
 	api   *apiMetrics // the request's API; nil: not counted
