@@ -24,6 +24,7 @@ type loadParams struct {
 	configured    bool  // cfg is the topic's own configuration (not only the broker defaults)
 	log           logrus.FieldLogger
 	now           func() time.Time
+	writeback     *writebackQueue // nil: none (tests)
 }
 
 // logLoader loads a log's segments from its directory before the log is shared (Kafka's

@@ -62,6 +62,8 @@ type Log struct {
 	producers producerState
 
 	flusher logFlusher // flush accounting guarded by appendMu
+
+	writeback *writebackQueue // the Manager's (writeback.go); nil: the kernel's writeback alone
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -92,6 +94,7 @@ func openLog(p loadParams) (*Log, error) {
 		logDir:     logDir{tp: p.tp, dir: p.dir},
 		log:        p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
 		now:        p.now,
+		writeback:  p.writeback,
 		cfg:        p.cfg.sanitized(),
 		hw:         p.hw,
 		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), pendingFrom: noPending},

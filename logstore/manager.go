@@ -51,6 +51,8 @@ type Manager struct {
 	cleaner *cleaner // the log cleaner (cleaner.go), nil until StartCleaner; guarded by mu
 
 	metricsReg metrics.Registry // the Log gauges' registry (log_metrics.go); guarded by mu
+
+	writeback *writebackQueue // smooth writeback of active segments (writeback.go)
 }
 
 // Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
@@ -84,6 +86,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		dirSync:   map[string]*dirSyncer{},
 		hw:        map[TopicPartition]int64{},
 		initialHW: map[TopicPartition]int64{},
+		writeback: newWritebackQueue(),
 	}
 	for _, dir := range m.dirs {
 		m.dirSync[dir] = newDirSyncer(dir)
@@ -193,7 +196,7 @@ func (m *Manager) loadDir(dir string) error {
 		// cleaned nor subject to time/size retention
 		l, err := openLog(loadParams{
 			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
-			clean: clean, cleanerCP: cp, log: m.log, now: m.now,
+			clean: clean, cleanerCP: cp, log: m.log, now: m.now, writeback: m.writeback,
 		})
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
@@ -361,6 +364,7 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			logs[c.i], errs[c.i] = openLog(loadParams{
 				tp: tp, dir: filepath.Join(c.dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfgs[c.i],
 				recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
+				writeback: m.writeback,
 			})
 			return nil
 		})

@@ -109,6 +109,7 @@ type segment struct {
 	created time.Time // time of the first append (or of loading), for log.roll.ms
 
 	flushedSize   int64
+	writebackFrom int64 // the next byte whose writeback is not started yet (writeback.go; appendMu)
 	idxPersisted  int
 	tidxPersisted int
 	// noIndexFiles: this segment's index files are known not to exist (it was created in a
