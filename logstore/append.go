@@ -169,7 +169,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 		epochs = l.epochs.snapshot()
 	}
 	l.mu.Unlock()
-	l.writebackLocked(seg)
+	l.writebackLocked(seg, now)
 	if epochsChanged {
 		// New entries only: written by the flush that raises the recovery point past these
 		// batches (recovery re-enters their epochs until then), so a follower taking the first

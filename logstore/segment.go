@@ -108,10 +108,13 @@ type segment struct {
 	ix      indexState
 	created time.Time // time of the first append (or of loading), for log.roll.ms
 
-	flushedSize   int64
-	writebackFrom int64 // the next byte whose writeback is not started yet (writeback.go; appendMu)
-	idxPersisted  int
-	tidxPersisted int
+	flushedSize int64
+	// Smooth writeback (writeback.go), guarded by appendMu: the next byte whose writeback is not
+	// started yet, and the segment's size at the mark's time.
+	writebackFrom, writebackMark int64
+	writebackMarkTime            time.Time
+	idxPersisted                 int
+	tidxPersisted                int
 	// noIndexFiles: this segment's index files are known not to exist (it was created in a
 	// new directory and none was written since), so persisting nothing needs no look at the
 	// file system. False means unknown.

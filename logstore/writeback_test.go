@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Appending starts the writeback of the active segment in page-aligned, contiguous ranges of
-// at least writebackChunk that never pass the segment's end, and, after a truncation, goes on
-// from the new end.
-func TestAppendsStartWritebackInContiguousRanges(t *testing.T) {
-	l := newTestLog(t, testConfig(), nil)
+// Appends start the writeback of the active segment's data once it is writebackLag old: in
+// page-aligned, contiguous ranges that end at the size the segment had a lag earlier, none
+// for data younger than that, and after a truncation from the new end.
+func TestAppendsStartWritebackOfDataOlderThanTheLag(t *testing.T) {
+	clock := newFakeClock()
+	l := newTestLog(t, testConfig(), clock)
 	var mu sync.Mutex
 	var got []writebackRange
 	l.writeback = &writebackQueue{start: func(f *os.File, off, n int64) {
@@ -19,14 +20,15 @@ func TestAppendsStartWritebackInContiguousRanges(t *testing.T) {
 		got = append(got, writebackRange{f, off, n})
 		mu.Unlock()
 	}}
-	batch := testBatch{valueSize: 100 << 10}.build()
-	appendN := func(n int) {
+	batch := testBatch{valueSize: 10_000}.build()
+	appendN := func(n int) int64 {
 		for i := 0; i < n; i++ {
 			mustAppend(t, l, append([]byte(nil), batch...), 0)
 		}
+		return l.segs.active().size
 	}
-	appendN(100) // ~10 MiB: two ranges
-	wait := func(n int) []writebackRange {
+	// waitRanges waits for the background goroutine to have started n ranges.
+	waitRanges := func(n int) []writebackRange {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -42,31 +44,40 @@ func TestAppendsStartWritebackInContiguousRanges(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	rs := wait(2)
-	var next int64
-	size := l.segs.active().size
-	for i, r := range rs {
-		if r.off != next || r.off%writebackPage != 0 || r.n%writebackPage != 0 || r.n < writebackChunk || r.off+r.n > size {
-			t.Fatalf("range %d: [%d, +%d) after %d, segment size %d", i, r.off, r.n, next, size)
-		}
-		if r.f != l.segs.active().f {
-			t.Fatalf("range %d is not on the active segment's file", i)
-		}
-		next = r.off + r.n
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
+
+	appendN(50) // the first append sets the mark at its end
+	clock.Advance(writebackLag / 2)
+	appendN(50)
+	if n := count(); n != 0 {
+		t.Fatalf("%d ranges started for data younger than the lag", n)
 	}
-	if size-next >= writebackChunk+writebackPage {
-		t.Fatalf("%d bytes appended after the last range and none started", size-next)
+	clock.Advance(writebackLag / 2)
+	mark2 := appendN(1) // a lag after the first append: the data before it, page-aligned
+	rs := waitRanges(1)
+	first := l.segs.active() // one segment: 1 GiB by default
+	want1 := int64(len(batch)) &^ (writebackPage - 1)
+	if r := rs[0]; r.f != first.f || r.off != 0 || r.n != want1 {
+		t.Fatalf("first range [%d, +%d), want [0, +%d) (the first batch's whole pages)", r.off, r.n, want1)
 	}
-	if err := l.TruncateTo(l.LogEndOffset() - 90); err != nil { // below the ranges already started
+	clock.Advance(writebackLag)
+	appendN(1)
+	rs = waitRanges(2)
+	if r := rs[1]; r.off != want1 || r.off+r.n != mark2&^(writebackPage-1) {
+		t.Fatalf("second range [%d, %d), want [%d, %d)", r.off, r.off+r.n, want1, mark2&^(writebackPage-1))
+	}
+
+	// Truncated below the ranges started: the next range starts at or below the new end.
+	if err := l.TruncateTo(l.LogEndOffset() - 95); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	before := len(got)
-	mu.Unlock()
-	appendN(100)
-	rs = wait(before + 1)
-	r := rs[before]
-	if r.off > l.segs.active().size || r.off >= next {
-		t.Fatalf("after truncation to below %d the next range starts at %d", next, r.off)
+	newEnd := l.segs.active().size
+	clock.Advance(writebackLag)
+	appendN(20)
+	clock.Advance(writebackLag)
+	appendN(1)
+	rs = waitRanges(3)
+	if r := rs[2]; r.off > newEnd || r.off%writebackPage != 0 || r.n <= 0 {
+		t.Fatalf("after truncation to %d bytes the next range is [%d, +%d)", newEnd, r.off, r.n)
 	}
 }
