@@ -64,7 +64,7 @@ func (sl *slot) complete(r reply) {
 		o := &sl.c.out
 		o.mu.Lock()
 		sl.r, sl.done = r, true
-		take := !sl.inHandler && o.takeRoleLocked()
+		take := o.takeRoleLocked()
 		o.mu.Unlock()
 		if take {
 			sl.c.write()
@@ -85,9 +85,14 @@ func (c *conn) handlerReturned(sl *slot) {
 	}
 }
 
+// headReadyLocked reports whether the oldest response is set and its handler has returned.
+func (o *responseStream) headReadyLocked() bool {
+	return len(o.pending) > 0 && o.pending[0].done && !o.pending[0].inHandler
+}
+
 // takeRoleLocked takes the writer role when nobody holds it and the oldest response is ready.
 func (o *responseStream) takeRoleLocked() bool {
-	if o.writing || len(o.pending) == 0 || !o.pending[0].done || o.pending[0].inHandler {
+	if o.writing || !o.headReadyLocked() {
 		return false
 	}
 	o.writing = true
@@ -124,7 +129,7 @@ func (c *conn) next() *slot {
 	o := &c.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.pending) == 0 || !o.pending[0].done || o.pending[0].inHandler {
+	if !o.headReadyLocked() {
 		o.writing = false
 		return nil
 	}
