@@ -107,7 +107,10 @@ func (c *conn) serve() {
 	defer c.close()
 	defer recoverLog(c.log, "connection reader")
 
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// The socket is read with read(2) issued directly (kproto.SocketReader): the request
+	// path makes no system call the scheduler sees, which spares a wake-up of its monitor
+	// thread per busy spell (docs/performance.md, "System calls the scheduler does not see").
+	br := bufio.NewReaderSize(kproto.NewSocketReader(c.nc), 64<<10)
 	for {
 		// Produce frames are read into pooled buffers (produceBuffers): kmsg's decoded byte
 		// fields alias a frame, and a Produce's batches are appended before handleFrame

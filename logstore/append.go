@@ -135,7 +135,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	if seg.size == 0 {
 		seg.created = now
 	}
-	if n, err := seg.f.WriteAt(records, seg.size); err != nil {
+	if n, err := l.directWrites.writeAt(seg.f, records, seg.size); err != nil {
 		if n > 0 {
 			seg.f.Truncate(seg.size) // best effort: never publish a partial write
 		}
@@ -168,8 +168,9 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	if epochsChanged {
 		epochs = l.epochs.snapshot()
 	}
-	l.mu.Unlock()
+	// Under mu as well as appendMu: readers decide from writebackFrom which data is resident.
 	l.writebackLocked(seg, now)
+	l.mu.Unlock()
 	if epochsChanged {
 		// New entries only: written by the flush that raises the recovery point past these
 		// batches (recovery re-enters their epochs until then), so a follower taking the first

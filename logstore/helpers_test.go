@@ -101,6 +101,7 @@ func newTestLog(t testing.TB, cfg Config, clock *fakeClock) *Log {
 	l, err := openLog(loadParams{
 		tp: TopicPartition{Topic: "t", Partition: 0}, dir: t.TempDir() + "/t-0", cfg: cfg,
 		logStart: -1, hw: -1, clean: true, log: lg, now: clock.Now,
+		directWrites: newDirectWriteGate(lg, nil), // as the Manager's logs: appends issued directly
 	})
 	if err != nil {
 		t.Fatal(err)

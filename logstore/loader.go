@@ -24,7 +24,8 @@ type loadParams struct {
 	configured    bool  // cfg is the topic's own configuration (not only the broker defaults)
 	log           logrus.FieldLogger
 	now           func() time.Time
-	writeback     *writebackQueue // nil: none (tests)
+	writeback     *writebackQueue  // nil: none (tests)
+	directWrites  *directWriteGate // nil: appends through os.File (tests)
 }
 
 // logLoader loads a log's segments from its directory before the log is shared (Kafka's

@@ -64,6 +64,9 @@ type Log struct {
 	flusher logFlusher // flush accounting guarded by appendMu
 
 	writeback *writebackQueue // the Manager's (writeback.go); nil: the kernel's writeback alone
+	// directWrites is the Manager's gate for appends issued directly (directio.go); nil:
+	// every append goes through os.File.
+	directWrites *directWriteGate
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -91,16 +94,17 @@ func openLog(p loadParams) (*Log, error) {
 		p.log = l
 	}
 	l := &Log{
-		logDir:     logDir{tp: p.tp, dir: p.dir},
-		log:        p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
-		now:        p.now,
-		writeback:  p.writeback,
-		cfg:        p.cfg.sanitized(),
-		hw:         p.hw,
-		epochs:     leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), pendingFrom: noPending},
-		producers:  producerState{},
-		configured: p.configured,
-		cleaning:   cleaningState{checkpoint: p.cleanerCP},
+		logDir:       logDir{tp: p.tp, dir: p.dir},
+		log:          p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
+		now:          p.now,
+		writeback:    p.writeback,
+		directWrites: p.directWrites,
+		cfg:          p.cfg.sanitized(),
+		hw:           p.hw,
+		epochs:       leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), pendingFrom: noPending},
+		producers:    producerState{},
+		configured:   p.configured,
+		cleaning:     cleaningState{checkpoint: p.cleanerCP},
 	}
 	l.flusher.l = l
 	ld := &logLoader{dir: l.dir, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}

@@ -53,6 +53,8 @@ type Manager struct {
 	metricsReg metrics.Registry // the Log gauges' registry (log_metrics.go); guarded by mu
 
 	writeback *writebackQueue // smooth writeback of active segments (writeback.go)
+	// directWrites decides when appends are issued directly (directio.go).
+	directWrites *directWriteGate
 }
 
 // Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
@@ -88,6 +90,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		initialHW: map[TopicPartition]int64{},
 		writeback: newWritebackQueue(),
 	}
+	m.directWrites = newDirectWriteGate(m.log, nil)
 	for _, dir := range m.dirs {
 		m.dirSync[dir] = newDirSyncer(dir)
 	}
@@ -197,6 +200,7 @@ func (m *Manager) loadDir(dir string) error {
 		l, err := openLog(loadParams{
 			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
 			clean: clean, cleanerCP: cp, log: m.log, now: m.now, writeback: m.writeback,
+			directWrites: m.directWrites,
 		})
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
@@ -364,7 +368,7 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			logs[c.i], errs[c.i] = openLog(loadParams{
 				tp: tp, dir: filepath.Join(c.dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfgs[c.i],
 				recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
-				writeback: m.writeback,
+				writeback: m.writeback, directWrites: m.directWrites,
 			})
 			return nil
 		})

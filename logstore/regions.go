@@ -49,8 +49,13 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		i = 0
 	}
 	var hdr [batchEndHeader]byte
-	header := func(s *segment, pos int64) (base int64, size int64, last int64, err error) {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
+	// resident: the position lies in the active segment's data whose writeback has not been
+	// started (dirty pages the kernel cannot evict), so reading it cannot wait for the disk
+	// (directio.go). Segments before the active one were flushed when it rolled.
+	resident := func(i int, pos int64) bool { return i == len(sl)-1 && pos >= sl[i].writebackFrom }
+	header := func(i int, pos int64) (base int64, size int64, last int64, err error) {
+		s := sl[i]
+		if _, err := readAtResident(s.f, hdr[:], pos, resident(i, pos)); err != nil {
 			return 0, 0, 0, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
 		}
 		base = int64(binary.BigEndian.Uint64(hdr[offBaseOffset:]))
@@ -71,7 +76,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 			if pos+batchHeaderSize > s.size {
 				return out, fmt.Errorf("%w: truncated header at %d in %s", ErrCorruptMessage, pos, s.logPath())
 			}
-			_, size, last, err := header(s, pos)
+			_, size, last, err := header(i, pos)
 			if err != nil {
 				return out, err
 			}
@@ -110,7 +115,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 			p = s.size - pos // the rest of the segment, whole batches that all end below maxOffset
 		}
 		for p+batchHeaderSize <= limit {
-			_, size, last, err := header(s, pos+p)
+			_, size, last, err := header(i, pos+p)
 			if err != nil {
 				return out, err
 			}
@@ -126,7 +131,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		if p < limit {
 			stop = true
 		}
-		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p})
+		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p, Resident: resident(i, pos)})
 		out.Len += p
 		budget -= p
 		if stop || budget <= 0 {

@@ -109,8 +109,9 @@ type segment struct {
 	created time.Time // time of the first append (or of loading), for log.roll.ms
 
 	flushedSize int64
-	// Smooth writeback (writeback.go), guarded by appendMu: the next byte whose writeback is not
-	// started yet, and the segment's size at the mark's time.
+	// Smooth writeback (writeback.go), written under appendMu and mu (readers under mu take the
+	// active segment's bytes from writebackFrom on as resident, directio.go): the next byte
+	// whose writeback is not started yet, and the segment's size at the mark's time.
 	writebackFrom, writebackMark int64
 	writebackMarkTime            time.Time
 	idxPersisted                 int

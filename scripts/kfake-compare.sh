@@ -15,6 +15,7 @@
 #   scripts/kfake-compare.sh --records 1000000 --rounds 4      the 1 GB run of issue 13
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
 #            --latency-linger DURATION (the latency phase's producer linger, default 0ms),
+#            --latency-timeline DURATION (log the latency phase's p50/p99/max per window of that length),
 #            --no-kfake-disk (skip the kfake-disk target), --no-kfake (isrbroker only: no kfake targets),
 #            --phases LIST (of rf1,consume,rf3,latency; default all four; consume needs rf1),
 #            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first
@@ -38,6 +39,7 @@ PROFILE_SECONDS=10
 KEEP=0
 BIN=""
 LAT_LINGER=0ms
+LAT_TIMELINE=0s
 KFAKE_DISK=1
 KFAKE=1
 PHASES=rf1,consume,rf3,latency
@@ -66,6 +68,12 @@ while (($# > 0)); do
 		need "$@"
 		[[ "$2" =~ ^(0|[0-9]+(\.[0-9]+)?(ns|us|ms|s))$ ]] || die "--latency-linger must be a duration such as 0, 5ms or 1s, got '$2'"
 		LAT_LINGER=$2
+		shift 2
+		;;
+	--latency-timeline)
+		need "$@"
+		[[ "$2" =~ ^[0-9]+(\.[0-9]+)?(ms|s)$ ]] || die "--latency-timeline must be a duration such as 500ms or 5s, got '$2'"
+		LAT_TIMELINE=$2
 		shift 2
 		;;
 	--no-kfake-disk) KFAKE_DISK=0; shift ;;
@@ -139,7 +147,7 @@ log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 RESULTS=$WORK/results.jsonl
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
-common=(--phases "$PHASES" --records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER")
+common=(--phases "$PHASES" --records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER" --latency-timeline "$LAT_TIMELINE")
 run_isrbroker() {
 	local extra=()
 	if [[ -n "$PROFILE" && $1 == 1 ]]; then

@@ -1,6 +1,7 @@
 package kproto
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 type Conn struct {
 	mu        sync.Mutex
 	nc        net.Conn
+	br        *bufio.Reader // over NewSocketReader(nc): a response's size and body in one read
 	formatter *kmsg.RequestFormatter
 	corr      int32
 	buf       []byte
@@ -26,6 +28,10 @@ type Conn struct {
 	reuse bool
 	rbuf  []byte
 }
+
+// connReadBuffer is the read buffer of a Conn: a small response arrives with its size in one
+// read(2); a larger one's body is read straight into its frame once the buffer is drained.
+const connReadBuffer = 16 << 10
 
 // maxReusedResponse bounds the response buffer a Conn keeps between requests; a larger
 // response gets a buffer of its own (ten times replica.fetch.response.max.bytes' default
@@ -62,7 +68,7 @@ func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{nc: nc, formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
+	return &Conn{nc: nc, br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
 }
 
 // Request writes req and waits for its response, honouring ctx's deadline. On any error the
@@ -86,7 +92,7 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	c.corr++
 	corr := c.corr
 	c.buf = c.formatter.AppendRequest(c.buf[:0], req, corr)
-	if _, err := c.nc.Write(c.buf); err != nil {
+	if err := writeConn(c.nc, c.buf); err != nil {
 		c.closeLocked()
 		return nil, err
 	}
@@ -95,12 +101,12 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	var frame []byte
 	var err error
 	if c.reuse {
-		frame, err = ReadFrameInto(c.nc, c.maxFrame, c.rbuf)
+		frame, err = ReadFrameInto(c.br, c.maxFrame, c.rbuf)
 		if err == nil && cap(frame) > cap(c.rbuf) && cap(frame) <= maxReusedResponse {
 			c.rbuf = frame[:0]
 		}
 	} else {
-		frame, err = ReadFrame(c.nc, c.maxFrame)
+		frame, err = ReadFrame(c.br, c.maxFrame)
 	}
 	if err != nil {
 		c.closeLocked()

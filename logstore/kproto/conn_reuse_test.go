@@ -124,3 +124,26 @@ func BenchmarkConnFetch1MiB(b *testing.B) {
 		})
 	}
 }
+
+// Responses of every size come back whole and in order through the connection's read buffer:
+// smaller than it, larger (read straight into the frame), empty, and one that ends exactly at
+// its edge.
+func TestConnReadsResponsesOfEverySize(t *testing.T) {
+	sizes := []int{10, 20 << 10, 3 << 20, 0, connReadBuffer - 64, 1, 70 << 10}
+	var records [][]byte
+	for i, n := range sizes {
+		records = append(records, bytes.Repeat([]byte{byte('a' + i)}, n))
+	}
+	c, err := Dial(context.Background(), fetchServer(t, records...), "", "test", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for round := range 2 {
+		for i, want := range records {
+			if got := fetchOnce(t, c); !bytes.Equal(got, want) {
+				t.Fatalf("round %d, response %d: %d bytes, want %d bytes of %q", round, i, len(got), len(want), string(rune('a'+i)))
+			}
+		}
+	}
+}

@@ -16,6 +16,10 @@ import (
 type FileRegion struct {
 	File     *os.File
 	Pos, Len int64
+	// Resident says the region's pages are in the page cache for certain: data whose writeback
+	// the log has not started yet, which the kernel cannot evict while it is dirty. Sending it
+	// cannot wait for the disk, so FrameWrite's attempt issues sendfile(2) directly (rawio_linux.go).
+	Resident bool
 }
 
 // FileRecords is the record set of one partition of a fetch response as regions of segment

@@ -42,9 +42,9 @@ func fetchFixture(t *testing.T, version int16) (mem *kmsg.FetchResponse, sf *Spl
 			regions []FileRegion
 			aborted bool
 		}{
-			{0, []FileRegion{{f, 100, 2000}, {f, 5000, 3000}}, false},
+			{0, []FileRegion{{f, 100, 2000, false}, {f, 5000, 3000, true}}, false},
 			{1, nil, false},
-			{2, []FileRegion{{f, 0, 1}}, true},
+			{2, []FileRegion{{f, 0, 1, false}}, true},
 		} {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, rp.PreferredReadReplica = p.part, 42, 41, 1, -1

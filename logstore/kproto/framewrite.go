@@ -132,26 +132,6 @@ func (w *FrameWrite) TryWrite(raw syscall.RawConn) bool {
 	return true
 }
 
-// tryWriteBytes is one non-blocking write(2) to raw; it returns the bytes taken (0 when the
-// socket buffer is full or on error: Finish meets the error again and reports it).
-func tryWriteBytes(raw syscall.RawConn, b []byte) int64 {
-	var n int
-	_ = raw.Write(func(fd uintptr) bool {
-		for {
-			var err error
-			n, err = syscall.Write(int(fd), b)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || n < 0 {
-				n = 0
-			}
-			return true // never wait for writability here
-		}
-	})
-	return int64(n)
-}
-
 // Finish writes the rest of the frame to dst, waiting for the socket as needed (regions with
 // WriteFileRegion). An error leaves part of the frame on dst: the caller closes the connection.
 func (w *FrameWrite) Finish(dst io.Writer) error {

@@ -46,8 +46,8 @@ func TestFrameWriteResumesWhereTryWriteStopped(t *testing.T) {
 	}
 	half := int64(size / 2)
 	sf := &SplicedFetch{Resp: build([]byte{}), Files: []SplicedPartition{
-		{Topic: 0, Partition: 0, Records: FileRecords{Regions: []FileRegion{{f, 0, 1 << 20}, {f, 1 << 20, half - 1<<20}}, Len: half}},
-		{Topic: 0, Partition: 1, Records: FileRecords{Regions: []FileRegion{{f, 0, half}}, Len: half}},
+		{Topic: 0, Partition: 0, Records: FileRecords{Regions: []FileRegion{{f, 0, 1 << 20, true}, {f, 1 << 20, half - 1<<20, false}}, Len: half}},
+		{Topic: 0, Partition: 1, Records: FileRecords{Regions: []FileRegion{{f, 0, half, true}}, Len: half}},
 	}}
 	frame, cuts, err := AppendSplicedFetch(nil, 5, sf)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,7 +75,10 @@ func WriteFileRegion(w io.Writer, r FileRegion) error {
 // trySendfile is sendfile(2) of r to raw's socket without waiting for room: it returns the
 // bytes sent, 0 when the socket buffer is full or on anything else (an error, a kernel that
 // refuses sendfile for the pair, a file shorter than r), which FrameWrite.Finish then meets
-// and handles through WriteFileRegion.
+// and handles through WriteFileRegion. A resident region is sent with the system call issued
+// directly (rawio_linux.go): the socket is non-blocking and the pages are in memory, so the
+// call cannot block; any other region may wait for the disk and goes through unix.Sendfile,
+// which lets the scheduler hand the P on.
 func trySendfile(raw syscall.RawConn, r FileRegion) int64 {
 	fraw, err := r.File.SyscallConn()
 	if err != nil {
@@ -86,7 +90,7 @@ func trySendfile(raw syscall.RawConn, r FileRegion) int64 {
 		_ = raw.Write(func(sfd uintptr) bool {
 			off := r.Pos
 			for sent < r.Len {
-				n, err := unix.Sendfile(int(sfd), int(ffd), &off, int(min(r.Len-sent, 1<<30)))
+				n, err := sendfile(sfd, ffd, &off, min(r.Len-sent, 1<<30), r.Resident)
 				if n > 0 {
 					sent += int64(n)
 				}
@@ -101,4 +105,17 @@ func trySendfile(raw syscall.RawConn, r FileRegion) int64 {
 		})
 	})
 	return sent
+}
+
+// sendfile is one sendfile(2) of n bytes from in at *off to out, issued directly when direct
+// (see trySendfile).
+func sendfile(out, in uintptr, off *int64, n int64, direct bool) (int, error) {
+	if !direct || raceEnabled {
+		return unix.Sendfile(int(out), int(in), off, int(n))
+	}
+	r1, _, e := syscall.RawSyscall6(syscall.SYS_SENDFILE, out, in, uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r1), nil
 }

@@ -97,6 +97,7 @@ type runOpts struct {
 	rateMiB             float64
 	latencySeconds      float64
 	latencyLinger       time.Duration
+	latencyTimeline     time.Duration
 	phases              map[string]bool
 	pprof, profileDir   string
 	profileSeconds      int
@@ -113,6 +114,7 @@ func runCmd(args []string) error {
 	fs.Float64Var(&o.rateMiB, "latency-rate", 20, "steady produce rate of the latency phase, MiB/s")
 	fs.Float64Var(&o.latencySeconds, "latency-seconds", 5, "length of the latency phase, seconds")
 	fs.DurationVar(&o.latencyLinger, "latency-linger", 0, "the producer's linger in the latency phase (franz-go's default is 10ms since v1.20; 0 measures the broker, not the client's wait)")
+	fs.DurationVar(&o.latencyTimeline, "latency-timeline", 0, "print the latency phase's p50, p99 and max per window of this length (by send time) to stderr; 0 prints none")
 	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile (CPU, mutex, block, allocs) during the RF=3 acks=all phase (isrbroker.pprof.enable)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "where the profiles go (with --pprof)")
 	fs.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of the CPU, mutex and block profiles")
@@ -137,6 +139,9 @@ func runCmd(args []string) error {
 	}
 	if o.rateMiB <= 0 || o.latencySeconds <= 0 {
 		return errors.New("--latency-rate and --latency-seconds must be positive")
+	}
+	if o.latencyTimeline < 0 {
+		return errors.New("--latency-timeline must not be negative")
 	}
 	if o.latencyLinger < 0 {
 		return errors.New("--latency-linger must not be negative")
@@ -264,7 +269,7 @@ func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
 	if !o.phases["rf3"] {
 		latProf = prof
 	}
-	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, o.latencyLinger, value, latProf)
+	res.LatencyP50ms, res.LatencyP99ms, err = latency(ctx, seeds, lat, o.rateMiB, o.latencySeconds, o.latencyLinger, o.latencyTimeline, value, latProf)
 	if err != nil {
 		return nil, fmt.Errorf("latency: %w", err)
 	}
@@ -403,7 +408,10 @@ func consumeAll(ctx context.Context, seeds []string, topic string, n int) (float
 // default: with franz-go's default of 10 ms since v1.20 every record would wait up to 10 ms in
 // the client before its request is sent, which is the client's choice, not the broker's ack
 // latency; issue 13's p99 of 7.7 ms could not have been measured with it).
-func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds float64, linger time.Duration, value []byte, started func() error) (p50, p99 float64, err error) {
+//
+// With timeline > 0 it also logs the p50, p99 and max of the records sent in each window of
+// that length, to show whether a tail is spread over the phase or comes in bursts.
+func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds float64, linger, timeline time.Duration, value []byte, started func() error) (p50, p99 float64, err error) {
 	cl, err := producer(seeds, kgo.ProducerLinger(linger))
 	if err != nil {
 		return 0, 0, err
@@ -416,6 +424,7 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 	n := int(perSec * seconds)
 	interval := time.Duration(float64(time.Second) / perSec)
 	lat := make([]time.Duration, n)
+	sentAt := make([]time.Duration, n) // since t0, for the timeline
 	var wg sync.WaitGroup
 	var firstErr atomic.Pointer[error]
 	var profErr chan error
@@ -430,6 +439,7 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 			time.Sleep(d)
 		}
 		sent := time.Now()
+		sentAt[i] = sent.Sub(t0)
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				firstErr.CompareAndSwap(nil, &err)
@@ -447,9 +457,31 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 			return 0, 0, fmt.Errorf("profiles: %w", err)
 		}
 	}
+	if timeline > 0 {
+		logTimeline(lat, sentAt, timeline)
+	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(n-1))]) / float64(time.Millisecond) }
 	return pct(0.50), pct(0.99), nil
+}
+
+// logTimeline logs, per window of the given length by send time, how many records were sent
+// and the p50, p99 and max of their acknowledgement latency.
+func logTimeline(lat, sentAt []time.Duration, window time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for from := 0; from < len(lat); {
+		w := sentAt[from] / window
+		to := from
+		for to < len(lat) && sentAt[to]/window == w {
+			to++
+		}
+		win := slices.Clone(lat[from:to])
+		slices.Sort(win)
+		at := func(p float64) time.Duration { return win[int(p*float64(len(win)-1))] }
+		logf("latency %6.1f s: %6d records, p50 %6.2f ms, p99 %7.2f ms, max %7.2f ms",
+			(time.Duration(w) * window).Seconds(), len(win), ms(at(0.5)), ms(at(0.99)), ms(win[len(win)-1]))
+		from = to
+	}
 }
 
 // startProfiles returns a function that takes CPU, mutex, block and allocation profiles (deltas

@@ -1,0 +1,176 @@
+package kproto
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// Socket I/O without the scheduler's system-call hooks (docs/performance.md, "System calls the
+// scheduler does not see").
+//
+// Go's syscall.Syscall (which net.Conn's Read and Write use) tells the scheduler a goroutine is
+// entering a system call (entersyscall), so that a call which blocks can have its P handed to
+// another thread. When the runtime's monitor thread (sysmon) is in its deep sleep, which it
+// enters whenever every P is idle, that hook also wakes it, and it then polls every 20 µs until
+// the process is idle again (golang/go#18236). A broker that goes idle and busy again thousands
+// of times a second (each request, each follower fetch) so pays two or more thread switches per
+// busy spell for the monitor; on a machine where a switch costs tens of µs that was about a
+// sixth of each broker's CPU under a steady acks=all load.
+//
+// A read or write on a socket cannot block: the runtime poller opened it non-blocking, so the
+// kernel answers EAGAIN instead of waiting, and RawConn.Read/Write wait for readiness through
+// the poller (deadlines included). So these calls go straight to the kernel with
+// syscall.RawSyscall, which skips the hooks; nothing changes for the scheduler but the wake-ups.
+
+// directSockets: sockets are read and written with direct system calls on this platform.
+const directSockets = true
+
+// SocketReader reads a socket with read(2) issued directly (see above), waiting through the
+// runtime poller when nothing is there. It follows net.Conn's Read: a read of 0 bytes at the
+// end of the stream is io.EOF; deadline and close errors are the poller's.
+type SocketReader struct {
+	raw syscall.RawConn
+}
+
+// NewSocketReader returns a SocketReader for c when c is a socket of the runtime poller
+// (*net.TCPConn), and c itself otherwise (a pipe in a test, a wrapped connection).
+func NewSocketReader(c net.Conn) io.Reader {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &SocketReader{raw: raw}
+}
+
+// Read reads what the socket holds, up to len(p), waiting until something arrives.
+func (r *SocketReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var rerr error
+	err := r.raw.Read(func(fd uintptr) bool {
+		for {
+			k, e := rawRead(fd, p)
+			switch e {
+			case 0:
+				n = k
+				if n == 0 {
+					rerr = io.EOF
+				}
+				return true
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // nothing yet: wait through the poller
+			default:
+				rerr = e
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
+// writeConn writes all of b to c: to a socket with write(2) issued directly, waiting through
+// the runtime poller while the socket buffer is full; to anything else with c.Write.
+func writeConn(c net.Conn, b []byte) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		_, err := c.Write(b)
+		return err
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		_, err := c.Write(b)
+		return err
+	}
+	var werr error
+	err = raw.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, e := rawWrite(fd, b)
+			switch e {
+			case 0:
+				b = b[n:]
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // socket buffer full: wait until writable
+			default:
+				werr = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// rawRead is one read(2) of fd into p (not empty) without the scheduler's hooks.
+func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
+	if raceEnabled {
+		return errno(syscall.Read(int(fd), p))
+	}
+	r1, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r1), 0
+}
+
+// rawWrite is one write(2) of b (not empty) to fd without the scheduler's hooks.
+func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
+	if raceEnabled {
+		return errno(syscall.Write(int(fd), b))
+	}
+	r1, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r1), 0
+}
+
+// errno converts the syscall package's results for rawRead and rawWrite.
+func errno(n int, err error) (int, syscall.Errno) {
+	if err != nil {
+		e, _ := err.(syscall.Errno)
+		if e == 0 {
+			e = syscall.EIO
+		}
+		return 0, e
+	}
+	return n, 0
+}
+
+// tryWriteBytes is one non-blocking write(2) to raw; it returns the bytes taken (0 when the
+// socket buffer is full or on error: Finish meets the error again and reports it).
+func tryWriteBytes(raw syscall.RawConn, b []byte) int64 {
+	if len(b) == 0 {
+		return 0
+	}
+	var n int
+	_ = raw.Write(func(fd uintptr) bool {
+		for {
+			k, e := rawWrite(fd, b)
+			if e == syscall.EINTR {
+				continue
+			}
+			if e == 0 {
+				n = k
+			}
+			return true // never wait for writability here
+		}
+	})
+	return int64(n)
+}
