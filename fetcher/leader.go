@@ -56,10 +56,11 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 	}
 	conn := l.conn
 	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, l.timeout+extra)
-	defer cancel()
+	timeout := l.timeout + extra
 	if conn == nil {
-		c, err := kproto.Dial(ctx, l.addr, l.localAddr, l.clientID, l.timeout)
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		c, err := kproto.Dial(dctx, l.addr, l.localAddr, l.clientID, l.timeout)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +77,8 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 		l.mu.Unlock()
 		conn = c
 	}
-	resp, err := conn.Request(ctx, req)
+	// RequestWithin: no timer per request (its doc).
+	resp, err := conn.RequestWithin(ctx, req, timeout)
 	if err != nil {
 		// kproto.Conn is closed on any error: drop it so the next request redials.
 		l.mu.Lock()

@@ -27,6 +27,8 @@ type Conn struct {
 	// reuse: responses are read into rbuf, kept from one request to the next (SetReuseBuffer).
 	reuse bool
 	rbuf  []byte
+
+	deadline time.Time // the socket's read and write deadline (setDeadlineLocked)
 }
 
 // connReadBuffer is the read buffer of a Conn: a small response arrives with its size in one
@@ -71,24 +73,63 @@ func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Du
 	return &Conn{nc: nc, br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
 }
 
-// Request writes req and waits for its response, honouring ctx's deadline. On any error the
-// connection is closed and must be redialled.
+// Request writes req and waits for its response, honouring ctx's deadline (up to
+// deadlineSlack after it) and cancellation. On any error the connection is closed and must be
+// redialled.
 func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	dl, _ := ctx.Deadline()
+	return c.request(ctx, req, dl)
+}
+
+// RequestWithin is Request with a deadline timeout from now in place of ctx's (ctx still
+// cancels it), so that a caller issuing many requests, a replica fetcher, makes no
+// context.WithTimeout and so no runtime timer per request: adding a timer may wake a thread of
+// the scheduler (docs/performance.md, "System calls the scheduler does not see").
+func (c *Conn) RequestWithin(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	return c.request(ctx, req, time.Now().Add(timeout))
+}
+
+// deadlineSlack: the socket's deadline moves only when a request's deadline passes it or lies
+// more than deadlineSlack before it, so a request may fail up to deadlineSlack after its own
+// deadline. Moving it re-arms the socket's timers, and arming a timer while no thread waits
+// in the poller wakes one (the runtime's wakeNetPoller): once per request for a fetcher
+// without the slack, once a second with it.
+const deadlineSlack = time.Second
+
+// setDeadlineLocked gives the socket a deadline between dl and dl+deadlineSlack (none for a
+// zero dl), keeping the one it has when that fits.
+func (c *Conn) setDeadlineLocked(dl time.Time) {
+	if dl.IsZero() {
+		if !c.deadline.IsZero() {
+			c.deadline = time.Time{}
+			_ = c.nc.SetDeadline(c.deadline)
+		}
+		return
+	}
+	if c.deadline.IsZero() || c.deadline.Before(dl) || c.deadline.After(dl.Add(deadlineSlack)) {
+		c.deadline = dl.Add(deadlineSlack)
+		_ = c.nc.SetDeadline(c.deadline)
+	}
+}
+
+func (c *Conn) request(ctx context.Context, req kmsg.Request, dl time.Time) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.nc == nil {
 		return nil, net.ErrClosed
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.nc.SetDeadline(dl)
-	} else {
-		_ = c.nc.SetDeadline(time.Time{})
-	}
+	c.setDeadlineLocked(dl)
 	// The callback may run after Request returned and an error set c.nc to nil: it keeps its
 	// own reference (a deadline on a closed connection is harmless).
 	nc := c.nc
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer func() {
+		if !stop() && c.nc != nil {
+			// The cancellation set a past deadline (it may have lost the race with a
+			// response that came in time): the next request sets its own.
+			c.deadline = time.Unix(1, 0)
+		}
+	}()
 	c.corr++
 	corr := c.corr
 	c.buf = c.formatter.AppendRequest(c.buf[:0], req, corr)
