@@ -87,12 +87,24 @@ var phaseMetricNames = [numPhases]string{metricRequestQueueTimeMs, metricLocalTi
 func newAPIMetrics(reg metrics.Registry, request string) *apiMetrics {
 	m := &apiMetrics{
 		requests:  metrics.GetOrRegisterMeter(RequestMetricName(metricRequestsPerSec, request), reg),
-		totalTime: metrics.GetOrRegisterTimer(RequestMetricName(metricTotalTimeMs, request), reg),
+		totalTime: getOrRegisterTimeHistogram(RequestMetricName(metricTotalTimeMs, request), reg),
 	}
 	for i, name := range phaseMetricNames {
-		m.phases[i] = metrics.GetOrRegisterTimer(RequestMetricName(name, request), reg)
+		m.phases[i] = getOrRegisterTimeHistogram(RequestMetricName(name, request), reg)
 	}
 	return m
+}
+
+// getOrRegisterTimeHistogram is a go-metrics Timer without the meter of its own: Kafka's
+// TotalTimeMs and phases are histograms (the rate is RequestsPerSec's), and a StandardTimer
+// marks a meter on every update (three moving averages and a clock read), six or twelve times
+// per request; their reservoir (exponentially decaying, 1028 samples, alpha 0.015, as Kafka's
+// biased histograms and go-metrics' own timers) is the same. Exported as a summary in ms
+// (broker/metricsexport), as before.
+func getOrRegisterTimeHistogram(name string, reg metrics.Registry) metrics.Timer {
+	return reg.GetOrRegister(name, func() metrics.Timer {
+		return metrics.NewCustomTimer(metrics.NewHistogram(metrics.NewExpDecaySample(1028, 0.015)), metrics.NilMeter{})
+	}).(metrics.Timer)
 }
 
 // requestMetrics holds every served key's metrics, made once at start so the request path
