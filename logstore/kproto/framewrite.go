@@ -122,7 +122,11 @@ func (w *FrameWrite) TryWrite(raw syscall.RawConn) bool {
 			r.Len -= w.off
 			n = trySendfile(raw, r)
 		} else {
-			n = tryWriteBytes(raw, p.b[w.off:])
+			// Bytes right before a file region (a partition's framing before its records) go
+			// with MSG_MORE: the kernel holds them until sendfile adds the records and pushes,
+			// so the frame leaves as one segment and wakes its reader once, not twice.
+			more := w.next+1 < len(w.pieces) && w.pieces[w.next+1].file
+			n = tryWriteBytes(raw, p.b[w.off:], more)
 		}
 		if n <= 0 {
 			return false

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 
 	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
 )
@@ -87,5 +88,66 @@ func TestFrameWriteResumesWhereTryWriteStopped(t *testing.T) {
 	}
 	if b := <-got; !bytes.Equal(b, append(single[:len(single):len(single)], single...)) {
 		t.Fatalf("received %d bytes that differ from two in-memory frames of %d", len(b), len(single))
+	}
+}
+
+// A small spliced fetch frame (a follower's fetch at the log's tail) written with TryWrite
+// leaves as one TCP segment: its framing is held back (MSG_MORE) until sendfile adds the
+// records, instead of going out alone and waking the reader for the framing only.
+func TestFrameWriteSendsSmallSplicedFrameAsOneSegment(t *testing.T) {
+	if !directSockets || raceEnabled {
+		t.Skip("MSG_MORE is used on Linux only, and not under the race detector (rawSendMore)")
+	}
+	records := bytes.Repeat([]byte("r"), 4600)
+	f, err := os.Create(filepath.Join(t.TempDir(), "00000000000000000000.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(records); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 11
+	tr := kmsg.NewFetchResponseTopic()
+	tr.Topic = "t"
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.HighWatermark = 1
+	rp.RecordBatches = []byte{}
+	tr.Partitions = append(tr.Partitions, rp)
+	resp.Topics = append(resp.Topics, tr)
+	sf := &SplicedFetch{Resp: resp, Files: []SplicedPartition{
+		{Records: FileRecords{Regions: []FileRegion{{f, 0, int64(len(records)), true}}, Len: int64(len(records))}},
+	}}
+	frame, cuts, err := AppendSplicedFetch(nil, 1, sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, rc := kprototest.TCPPair(t)
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := NewSplicedWrite(frame, cuts, sf).Len()
+	dataSegsOut := func() uint32 {
+		t.Helper()
+		var info *unix.TCPInfo
+		var gerr error
+		if err := raw.Control(func(fd uintptr) { info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || gerr != nil {
+			t.Fatalf("TCP_INFO: %v %v", err, gerr)
+		}
+		return info.Data_segs_out
+	}
+	for i := range 5 {
+		before := dataSegsOut()
+		if !NewSplicedWrite(frame, cuts, sf).TryWrite(raw) {
+			t.Fatal("TryWrite did not finish a 5 KB frame on an empty socket")
+		}
+		if segs := dataSegsOut() - before; segs != 1 {
+			t.Fatalf("write %d: the frame left in %d segments, want 1", i, segs)
+		}
+		if _, err := io.ReadFull(rc, make([]byte, want)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -141,6 +141,19 @@ func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
 	return int(r1), 0
 }
 
+// rawSendMore is one send(2) of b (not empty) to fd with MSG_MORE, without the scheduler's
+// hooks (under the race detector a plain write: syscall.Sendto does not report partial sends).
+func rawSendMore(fd uintptr, b []byte) (int, syscall.Errno) {
+	if raceEnabled {
+		return rawWrite(fd, b)
+	}
+	r1, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MSG_MORE, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r1), 0
+}
+
 // errno converts the syscall package's results for rawRead and rawWrite.
 func errno(n int, err error) (int, syscall.Errno) {
 	if err != nil {
@@ -153,16 +166,24 @@ func errno(n int, err error) (int, syscall.Errno) {
 	return n, 0
 }
 
-// tryWriteBytes is one non-blocking write(2) to raw; it returns the bytes taken (0 when the
-// socket buffer is full or on error: Finish meets the error again and reports it).
-func tryWriteBytes(raw syscall.RawConn, b []byte) int64 {
+// tryWriteBytes is one non-blocking write(2) to raw, or send(2) with MSG_MORE when more (more
+// of the frame follows at once: the kernel waits for it before sending); it returns the bytes
+// taken (0 when the socket buffer is full or on error: Finish meets the error again and
+// reports it).
+func tryWriteBytes(raw syscall.RawConn, b []byte, more bool) int64 {
 	if len(b) == 0 {
 		return 0
 	}
 	var n int
 	_ = raw.Write(func(fd uintptr) bool {
 		for {
-			k, e := rawWrite(fd, b)
+			var k int
+			var e syscall.Errno
+			if more {
+				k, e = rawSendMore(fd, b)
+			} else {
+				k, e = rawWrite(fd, b)
+			}
 			if e == syscall.EINTR {
 				continue
 			}

@@ -25,7 +25,7 @@ func writeConn(c net.Conn, b []byte) error {
 
 // tryWriteBytes is one non-blocking write(2) to raw; it returns the bytes taken (0 when the
 // socket buffer is full or on error: Finish meets the error again and reports it).
-func tryWriteBytes(raw syscall.RawConn, b []byte) int64 {
+func tryWriteBytes(raw syscall.RawConn, b []byte, _ bool) int64 {
 	var n int
 	_ = raw.Write(func(fd uintptr) bool {
 		for {
