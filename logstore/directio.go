@@ -33,14 +33,15 @@ import (
 //     cost a P for that long; directAppendStrikes of them within directAppendWindow are the
 //     kernel throttling writers, and turn direct appends off for directAppendCooldown, so
 //     under sustained disk pressure appends block the way os.File's do, with the P handed
-//     on. Appends above directAppendMax always go through os.File (long copies; the
-//     monitor's wake-ups are noise at that size).
+//     on. Appends above directAppendMax always go through os.File: those come with
+//     throughput, when a broker is busy without pause and the monitor is awake anyway, and a
+//     long copy would hold its P (and a stop-the-world) for longer.
 //
 // A direct call that does block holds its P (other Ps steal its goroutines) and delays a
 // stop-the-world until it returns, as a page fault on the Go heap would.
 
 const (
-	directAppendMax      = 256 << 10
+	directAppendMax      = 64 << 10
 	directAppendSlow     = 5 * time.Millisecond
 	directAppendStrikes  = 3
 	directAppendWindow   = time.Second
