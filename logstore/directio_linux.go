@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // directIO: this platform issues the direct system calls of directio.go.
@@ -89,14 +91,7 @@ func rawRW(trap, fd uintptr, p []byte, off int64) (int, syscall.Errno) {
 		} else {
 			n, err = syscall.Pwrite(int(fd), p, off)
 		}
-		if err != nil {
-			e, _ := err.(syscall.Errno)
-			if e == 0 {
-				e = syscall.EIO
-			}
-			return 0, e
-		}
-		return n, 0
+		return kproto.Errno(n, err)
 	}
 	r1, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(off), 0, 0)
 	if e != 0 {

@@ -120,7 +120,7 @@ func writeConn(c net.Conn, b []byte) error {
 // rawRead is one read(2) of fd into p (not empty) without the scheduler's hooks.
 func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
 	if raceEnabled {
-		return errno(syscall.Read(int(fd), p))
+		return Errno(syscall.Read(int(fd), p))
 	}
 	r1, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if e != 0 {
@@ -132,7 +132,7 @@ func rawRead(fd uintptr, p []byte) (int, syscall.Errno) {
 // rawWrite is one write(2) of b (not empty) to fd without the scheduler's hooks.
 func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
 	if raceEnabled {
-		return errno(syscall.Write(int(fd), b))
+		return Errno(syscall.Write(int(fd), b))
 	}
 	r1, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if e != 0 {
@@ -154,8 +154,9 @@ func rawSendMore(fd uintptr, b []byte) (int, syscall.Errno) {
 	return int(r1), 0
 }
 
-// errno converts the syscall package's results for rawRead and rawWrite.
-func errno(n int, err error) (int, syscall.Errno) {
+// Errno converts the syscall package's results (a count and an error) to a count and an
+// errno, as the direct calls return them (EIO for an error that is not an errno).
+func Errno(n int, err error) (int, syscall.Errno) {
 	if err != nil {
 		e, _ := err.(syscall.Errno)
 		if e == 0 {
