@@ -103,9 +103,16 @@ func newAPIMetrics(reg metrics.Registry, request string) *apiMetrics {
 // (broker/metricsexport), as before.
 func getOrRegisterTimeHistogram(name string, reg metrics.Registry) metrics.Timer {
 	return reg.GetOrRegister(name, func() metrics.Timer {
-		return metrics.NewCustomTimer(metrics.NewHistogram(metrics.NewExpDecaySample(1028, 0.015)), metrics.NilMeter{})
+		return metrics.NewCustomTimer(metrics.NewHistogram(metrics.NewExpDecaySample(1028, 0.015)), noMeter{})
 	}).(metrics.Timer)
 }
+
+// noMeter is go-metrics' NilMeter (nothing counted, no ticking) whose Snapshot is the
+// *MeterSnapshot that StandardTimer.Snapshot asserts (NilMeter's own would panic there, and
+// with it every scrape of the metrics endpoint).
+type noMeter struct{ metrics.NilMeter }
+
+func (noMeter) Snapshot() metrics.Meter { return &metrics.MeterSnapshot{} }
 
 // requestMetrics holds every served key's metrics, made once at start so the request path
 // indexes a slice and formats no name.
