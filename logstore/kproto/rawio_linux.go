@@ -32,6 +32,12 @@ const directSockets = true
 // end of the stream is io.EOF; deadline and close errors are the poller's.
 type SocketReader struct {
 	raw syscall.RawConn
+	// One read's buffer and outcome, and readOnce bound once: Read allocates nothing (a
+	// closure per call would, on every request). A SocketReader has one reader at a time.
+	p      []byte
+	n      int
+	err    error
+	readFn func(fd uintptr) bool
 }
 
 // NewSocketReader returns a SocketReader for c when c is a socket of the runtime poller
@@ -45,7 +51,9 @@ func NewSocketReader(c net.Conn) io.Reader {
 	if err != nil {
 		return c
 	}
-	return &SocketReader{raw: raw}
+	r := &SocketReader{raw: raw}
+	r.readFn = r.readOnce
+	return r
 }
 
 // Read reads what the socket holds, up to len(p), waiting until something arrives.
@@ -53,32 +61,36 @@ func (r *SocketReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	err := r.raw.Read(func(fd uintptr) bool {
-		for {
-			k, e := rawRead(fd, p)
-			switch e {
-			case 0:
-				n = k
-				if n == 0 {
-					rerr = io.EOF
-				}
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // nothing yet: wait through the poller
-			default:
-				rerr = e
-				return true
-			}
-		}
-	})
+	r.p, r.n, r.err = p, 0, nil
+	err := r.raw.Read(r.readFn)
+	n, rerr := r.n, r.err
+	r.p, r.err = nil, nil
 	if err != nil {
 		return 0, err
 	}
 	return n, rerr
+}
+
+// readOnce is RawConn.Read's callback: one read(2) into r.p; false when nothing is there yet.
+func (r *SocketReader) readOnce(fd uintptr) bool {
+	for {
+		k, e := rawRead(fd, r.p)
+		switch e {
+		case 0:
+			r.n = k
+			if k == 0 {
+				r.err = io.EOF
+			}
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // nothing yet: wait through the poller
+		default:
+			r.err = e
+			return true
+		}
+	}
 }
 
 // writeConn writes all of b to c: to a socket with write(2) issued directly, waiting through
