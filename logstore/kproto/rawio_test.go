@@ -65,10 +65,11 @@ func TestWriteConnWritesEverything(t *testing.T) {
 	go func() { done <- writeConn(client, want) }()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)
+	server.SetReadDeadline(time.Now().Add(30 * time.Second)) // a writeConn that gives up fails here, not at the test timeout
 	for got.Len() < len(want) {
 		n, err := server.Read(buf)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("after %d of %d bytes: %v", got.Len(), len(want), err)
 		}
 		got.Write(buf[:n])
 		if got.Len()%(1<<20) < 4096 {
