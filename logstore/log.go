@@ -64,6 +64,8 @@ type Log struct {
 	flusher logFlusher // flush accounting guarded by appendMu
 
 	writeback *writebackQueue // the Manager's (writeback.go); nil: the kernel's writeback alone
+	// writebackRing: the active segment's writeback marks (writeback.go), guarded by appendMu.
+	writebackRing *writebackRing
 	// directWrites is the Manager's gate for appends issued directly (directio.go); nil:
 	// every append goes through os.File.
 	directWrites *directWriteGate

@@ -111,11 +111,10 @@ type segment struct {
 	flushedSize int64
 	// Smooth writeback (writeback.go), written under appendMu and mu (readers under mu take the
 	// active segment's bytes from writebackFrom on as resident, directio.go): the next byte
-	// whose writeback is not started yet, and the segment's size at the mark's time.
-	writebackFrom, writebackMark int64
-	writebackMarkTime            time.Time
-	idxPersisted                 int
-	tidxPersisted                int
+	// whose writeback is not started yet.
+	writebackFrom int64
+	idxPersisted  int
+	tidxPersisted int
 	// noIndexFiles: this segment's index files are known not to exist (it was created in a
 	// new directory and none was written since), so persisting nothing needs no look at the
 	// file system. False means unknown.

@@ -14,11 +14,23 @@ import (
 // log starts the writeback of what it appended to its active segment once that is writebackLag
 // old (sync_file_range with SYNC_FILE_RANGE_WRITE on a background goroutine: it starts the I/O
 // and waits for nothing, not an fsync, so durability is unchanged), and the kernel's own
-// writeback finds at most two lags' worth left. The lag keeps a burst shorter than it (a
+// writeback finds less than a lag's worth left. The lag keeps a burst shorter than it (a
 // benchmark's gigabyte, a catch-up) free of writeback, as before: starting it at once cost
 // RF=3 acks=all throughput 15 % in such bursts. Kafka leaves this to the OS (and to tuning
 // vm.dirty_*); isrbroker does it so that a default machine has no cliff.
 const writebackLag = 2 * time.Second
+
+// writebackStep paces the writeback under a steady load: a log takes a mark (its active
+// segment's size and the time) at most every step, and starts the writeback up to each mark
+// once the mark is a lag old, so the disk gets a step's worth of data every step instead of
+// a lag's worth every lag. On a virtual machine whose host does the guest's I/O on the
+// guest's CPU time, 2 s of a steady 60 MB/s (tens of MB per log at once) stalled the whole
+// guest for tens of milliseconds every 2 s (docs/performance.md, "Paced writeback").
+const writebackStep = 100 * time.Millisecond
+
+// writebackMarks is the capacity of a log's mark ring: marks younger than the lag, one per
+// step, and one more. A mark that finds the ring full is not taken; the next one covers it.
+const writebackMarks = int(writebackLag/writebackStep) + 2
 
 // writebackPage aligns the ranges: the partial page at the end is left to the next range.
 const writebackPage = 4096
@@ -77,9 +89,41 @@ func (q *writebackQueue) run() {
 	}
 }
 
+// writebackMark is the active segment's size at a time (Unix ns): the bytes before it were
+// appended by then.
+type writebackMark struct {
+	size int64
+	at   int64
+}
+
+// writebackRing holds a log's marks on its active segment, oldest first (guarded by appendMu).
+// It belongs to one segment; a roll or a new segment starts a new ring.
+type writebackRing struct {
+	seg        *segment
+	marks      [writebackMarks]writebackMark
+	head, size int
+}
+
+func (r *writebackRing) oldest() *writebackMark { return &r.marks[r.head] }
+
+func (r *writebackRing) newest() *writebackMark {
+	return &r.marks[(r.head+r.size-1)%writebackMarks]
+}
+
+func (r *writebackRing) pop() { r.head, r.size = (r.head+1)%writebackMarks, r.size-1 }
+
+func (r *writebackRing) push(m writebackMark) bool {
+	if r.size == writebackMarks {
+		return false
+	}
+	r.marks[(r.head+r.size)%writebackMarks] = m
+	r.size++
+	return true
+}
+
 // writebackLocked queues the writeback of the active segment's whole pages appended before its
-// writeback mark, once the mark is writebackLag old, and sets a new mark at the end (appendMu
-// held; now is the append's time).
+// newest mark that is writebackLag old, and takes a new mark at the segment's end when the
+// newest is writebackStep old (appendMu held; now is the append's time).
 func (l *Log) writebackLocked(seg *segment, now time.Time) {
 	if l.writeback == nil {
 		return
@@ -87,16 +131,25 @@ func (l *Log) writebackLocked(seg *segment, now time.Time) {
 	if seg.writebackFrom > seg.size { // truncated below it: start over (clean pages cost nothing)
 		seg.writebackFrom = 0
 	}
-	if seg.writebackMarkTime.IsZero() {
-		seg.writebackMark, seg.writebackMarkTime = seg.size, now
-		return
+	r := l.writebackRing
+	if r == nil || r.seg != seg {
+		// Allocated on a log's first append after it opens or rolls, so idle logs hold none.
+		r = &writebackRing{seg: seg}
+		l.writebackRing = r
 	}
-	if now.Sub(seg.writebackMarkTime) < writebackLag {
-		return
+	at := now.UnixNano()
+	end := int64(-1)
+	for r.size > 0 && at-r.oldest().at >= int64(writebackLag) {
+		end = r.oldest().size
+		r.pop()
 	}
-	end := min(seg.writebackMark, seg.size) &^ (writebackPage - 1)
-	if end > seg.writebackFrom && l.writeback.add(seg.f, seg.writebackFrom, end-seg.writebackFrom) {
-		seg.writebackFrom = end
+	if end >= 0 {
+		end = min(end, seg.size) &^ (writebackPage - 1)
+		if end > seg.writebackFrom && l.writeback.add(seg.f, seg.writebackFrom, end-seg.writebackFrom) {
+			seg.writebackFrom = end
+		}
 	}
-	seg.writebackMark, seg.writebackMarkTime = seg.size, now
+	if r.size == 0 || at-r.newest().at >= int64(writebackStep) {
+		r.push(writebackMark{size: seg.size, at: at})
+	}
 }

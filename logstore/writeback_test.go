@@ -81,3 +81,89 @@ func TestAppendsStartWritebackOfDataOlderThanTheLag(t *testing.T) {
 		t.Fatalf("after truncation to %d bytes the next range is [%d, +%d)", newEnd, r.off, r.n)
 	}
 }
+
+// Under a steady load the writeback is paced: an append every 10 ms for 5 s starts ranges
+// that are contiguous, cover a step's worth of data each (not a lag's), and start once their
+// data is a lag old and not much later.
+func TestSteadyAppendsStartWritebackEveryStep(t *testing.T) {
+	clock := newFakeClock()
+	l := newTestLog(t, testConfig(), clock)
+	var mu sync.Mutex
+	var got []writebackRange
+	var startedAt []time.Time
+	l.writeback = &writebackQueue{start: func(f *os.File, off, n int64) {
+		mu.Lock()
+		got = append(got, writebackRange{f, off, n})
+		mu.Unlock()
+	}}
+	batch := testBatch{valueSize: 10_000}.build()
+	const tick = 10 * time.Millisecond
+	const run = 5 * time.Second
+	start := clock.Now()
+	var sizes []int64     // the segment's size after each append
+	var times []time.Time // each append's time
+	for at := time.Duration(0); at < run; at += tick {
+		mustAppend(t, l, append([]byte(nil), batch...), 0)
+		sizes = append(sizes, l.segs.active().size)
+		times = append(times, clock.Now())
+		// The queue runs on its own goroutine: wait for what this append queued, so each
+		// range is seen with the append that started it.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			l.writeback.mu.Lock()
+			idle := len(l.writeback.pending) == 0 && !l.writeback.running
+			l.writeback.mu.Unlock()
+			if idle {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("writeback queue did not drain")
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		mu.Lock()
+		for len(startedAt) < len(got) {
+			startedAt = append(startedAt, clock.Now())
+		}
+		mu.Unlock()
+		clock.Advance(tick)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Data is written back from about the lag on: (run - lag) / step ranges, give or take one,
+	// and at least ten: the disk gets small pieces often, not a lag's worth at once.
+	want := int((run - writebackLag) / writebackStep)
+	if len(got) < want-1 || len(got) > want+1 || len(got) < 10 {
+		t.Fatalf("%d ranges in %v of steady appends, want about %d (one per %v after the first %v) and at least 10", len(got), run, want, writebackStep, writebackLag)
+	}
+	stepBytes := int64(writebackStep/tick) * int64(len(batch))
+	if lagBytes := int64(writebackLag/tick) * int64(len(batch)); stepBytes > lagBytes/10 {
+		t.Fatalf("a step's worth of data (%d bytes) is more than a tenth of a lag's (%d)", stepBytes, lagBytes)
+	}
+	var next int64
+	for i, r := range got {
+		if r.off != next {
+			t.Fatalf("range %d starts at %d, want %d (contiguous)", i, r.off, next)
+		}
+		if r.off%writebackPage != 0 || (r.off+r.n)%writebackPage != 0 {
+			t.Fatalf("range %d [%d, +%d) is not page-aligned", i, r.off, r.n)
+		}
+		if i > 0 && r.n > stepBytes+writebackPage {
+			t.Fatalf("range %d covers %d bytes, more than a step's %d", i, r.n, stepBytes)
+		}
+		next = r.off + r.n
+		// Its last byte was appended a lag, and at most a step more, before it started.
+		appended := times[0]
+		for j, s := range sizes {
+			if s >= next {
+				appended = times[j]
+				break
+			}
+		}
+		age := startedAt[i].Sub(appended)
+		if age < writebackLag || age > writebackLag+writebackStep+tick {
+			t.Fatalf("range %d ends at %d, appended at %v, started at %v: %v old, want %v to %v", i, next,
+				appended.Sub(start), startedAt[i].Sub(start), age, writebackLag, writebackLag+writebackStep+tick)
+		}
+	}
+}
