@@ -541,8 +541,11 @@ func (m *Manager) perDir(value func(TopicPartition, *Log) (int64, bool)) map[str
 // write of it is skipped: an unchanged checkpoint costs no fsyncs (the replica manager's
 // final HW checkpoint and the log manager's at Close were the same file; idle brokers rewrote
 // unchanged files every interval). The dirs are written in parallel, their renames made
-// durable by a directory fsync shared with concurrent writes (dirsync.go).
+// durable by a directory fsync shared with concurrent writes (dirsync.go), while the smooth
+// writeback waits (writeback.go).
 func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]int64) error {
+	// No writeback starts while these fsyncs run (writebackQueue.fsyncs).
+	defer m.writeback.pauseForFsync()()
 	var g errgroup.Group
 	for dir, entries := range perDir {
 		g.Go(func() error {

@@ -48,6 +48,14 @@ type writebackRange struct {
 type writebackQueue struct {
 	start func(f *os.File, off, n int64) // startWriteback; tests record instead
 
+	// fsyncs keeps writeback starts (write side) and the checkpoints' fsyncs (read side,
+	// pauseForFsync) apart. On ext4 a writeback start allocates the blocks of delayed
+	// allocation holding the segment inode's i_data_sem, and the allocator waits for the block
+	// bitmap when a checkpoint's fsync is writing it; every append to that segment then waits
+	// for i_data_sem, for as long as the fsync's I/O takes (24-234 ms seen on a slow virtual
+	// disk, docs/performance.md, "Paced writeback"). A start that waits instead costs nothing.
+	fsyncs sync.RWMutex
+
 	mu      sync.Mutex
 	pending []writebackRange
 	running bool
@@ -72,6 +80,17 @@ func (q *writebackQueue) add(f *os.File, off, n int64) bool {
 	return true
 }
 
+// pauseForFsync holds writeback starts back until the returned function is called (a nil
+// queue: nothing to hold). Checkpoint writes hold it around their fsyncs; several may hold it
+// at once.
+func (q *writebackQueue) pauseForFsync() (resume func()) {
+	if q == nil {
+		return func() {}
+	}
+	q.fsyncs.RLock()
+	return q.fsyncs.RUnlock
+}
+
 func (q *writebackQueue) run() {
 	for {
 		q.mu.Lock()
@@ -84,7 +103,9 @@ func (q *writebackQueue) run() {
 		}
 		q.mu.Unlock()
 		for _, r := range batch {
+			q.fsyncs.Lock()
 			q.start(r.f, r.off, r.n)
+			q.fsyncs.Unlock()
 		}
 	}
 }

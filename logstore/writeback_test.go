@@ -167,3 +167,78 @@ func TestSteadyAppendsStartWritebackEveryStep(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint's fsyncs hold writeback starts back: a range queued while a checkpoint is
+// being written starts only after it (after every checkpoint written at once), and a
+// checkpoint waits for a start in progress.
+func TestCheckpointWritesHoldWritebackBack(t *testing.T) {
+	q := newWritebackQueue()
+	started := make(chan writebackRange, 16)
+	q.start = func(f *os.File, off, n int64) { started <- writebackRange{f, off, n} }
+	f, err := os.CreateTemp(t.TempDir(), "seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	resume := q.pauseForFsync()
+	resume2 := q.pauseForFsync() // a second checkpoint at once (Checkpoint writes two files)
+	if !q.add(f, 0, 4096) {
+		t.Fatal("queue refused a range")
+	}
+	// Give the queue's goroutine the time it would need to start the range; it must not.
+	select {
+	case r := <-started:
+		t.Fatalf("range [%d, +%d) started while a checkpoint's fsync ran", r.off, r.n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	resume()
+	select {
+	case r := <-started:
+		t.Fatalf("range [%d, +%d) started while a second checkpoint's fsync ran", r.off, r.n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	resume2()
+	select {
+	case r := <-started:
+		if r.f != f || r.off != 0 || r.n != 4096 {
+			t.Fatalf("started [%d, +%d), want [0, +4096)", r.off, r.n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("range not started after the checkpoints")
+	}
+}
+
+// The Manager's checkpoint files are written under that hold: a HW checkpoint waits for a
+// writeback start in progress and completes once it returns.
+func TestHighWatermarkCheckpointWaitsForWritebackStart(t *testing.T) {
+	m, _ := openTestManager(t, []string{t.TempDir()}, testConfig(), newFakeClock())
+	inStart, release := make(chan struct{}), make(chan struct{})
+	m.writeback.start = func(*os.File, int64, int64) {
+		close(inStart)
+		<-release
+	}
+	f, err := os.CreateTemp(t.TempDir(), "seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m.writeback.add(f, 0, 4096)
+	<-inStart
+	done := make(chan error, 1)
+	go func() { done <- m.CheckpointHighWatermarks(map[TopicPartition]int64{{Topic: "t", Partition: 0}: 1}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("HW checkpoint written during a writeback start (err %v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("HW checkpoint not written after the writeback start returned")
+	}
+}
