@@ -46,6 +46,10 @@ func (f *logFlusher) flushAsync(base int64) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		// A background fsync, like the checkpoints': no writeback start meanwhile
+		// (writebackQueue.fsyncs). Fsyncs on the append path (log.flush.interval.messages)
+		// do not pause it, so that an append never waits for a writeback start.
+		defer f.l.writeback.pauseForFsync()()
 		if err := f.flushTo(base); err != nil && !errors.Is(err, ErrClosed) {
 			f.l.log.WithError(err).Warn("flushing rolled segment")
 		}

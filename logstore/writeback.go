@@ -81,8 +81,9 @@ func (q *writebackQueue) add(f *os.File, off, n int64) bool {
 }
 
 // pauseForFsync holds writeback starts back until the returned function is called (a nil
-// queue: nothing to hold). Checkpoint writes hold it around their fsyncs; several may hold it
-// at once.
+// queue: nothing to hold). The Manager's background fsyncs hold it (checkpoint files,
+// writePerDir; a rolled segment's flush, flushAsync); several may hold it at once. Fsyncs
+// on the append path do not: an append must not wait for a writeback start.
 func (q *writebackQueue) pauseForFsync() (resume func()) {
 	if q == nil {
 		return func() {}
@@ -133,13 +134,13 @@ func (r *writebackRing) newest() *writebackMark {
 
 func (r *writebackRing) pop() { r.head, r.size = (r.head+1)%writebackMarks, r.size-1 }
 
-func (r *writebackRing) push(m writebackMark) bool {
+// push adds m as the newest mark; a full ring does not take it (the next mark covers it).
+func (r *writebackRing) push(m writebackMark) {
 	if r.size == writebackMarks {
-		return false
+		return
 	}
 	r.marks[(r.head+r.size)%writebackMarks] = m
 	r.size++
-	return true
 }
 
 // writebackLocked queues the writeback of the active segment's whole pages appended before its

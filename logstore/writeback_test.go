@@ -242,3 +242,37 @@ func TestHighWatermarkCheckpointWaitsForWritebackStart(t *testing.T) {
 		t.Fatal("HW checkpoint not written after the writeback start returned")
 	}
 }
+
+// A rolled segment's background flush is held like the checkpoints: it waits for a writeback
+// start in progress (the recovery point stays) and completes once that returns.
+func TestRolledSegmentFlushWaitsForWritebackStart(t *testing.T) {
+	l := newTestLog(t, testConfig(), newFakeClock())
+	inStart, release := make(chan struct{}), make(chan struct{})
+	l.writeback = newWritebackQueue()
+	l.writeback.start = func(*os.File, int64, int64) {
+		close(inStart)
+		<-release
+	}
+	mustAppend(t, l, testBatch{valueSize: 100}.build(), 0)
+	target := l.LogEndOffset()
+	before := l.RecoveryPoint()
+	l.writeback.add(l.segs.active().f, 0, 4096)
+	<-inStart
+	l.flusher.flushAsync(target)
+	done := make(chan struct{})
+	go func() { l.flusher.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		t.Fatalf("rolled-segment flush ran during a writeback start (recovery point %d -> %d)", before, l.RecoveryPoint())
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("rolled-segment flush not done after the writeback start returned")
+	}
+	if got := l.RecoveryPoint(); got != target {
+		t.Fatalf("recovery point %d after the flush, want %d", got, target)
+	}
+}
