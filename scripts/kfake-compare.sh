@@ -15,7 +15,7 @@
 #   scripts/kfake-compare.sh --records 1000000 --rounds 4      the 1 GB run of issue 13
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
 #            --latency-linger DURATION (the latency phase's producer linger, default 0ms),
-#            --latency-timeline DURATION (log the latency phase's p50/p99/max per window of that length),
+#            --latency-timeline DURATION (log the latency phase's p50/p99/max per window of that length, with each window's start in UTC),
 #            --no-kfake-disk (skip the kfake-disk target), --no-kfake (isrbroker only: no kfake targets),
 #            --phases LIST (of rf1,consume,rf3,latency; default all four; consume needs rf1),
 #            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first

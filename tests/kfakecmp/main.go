@@ -458,7 +458,7 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 		}
 	}
 	if timeline > 0 {
-		logTimeline(lat, sentAt, timeline)
+		logTimeline(lat, sentAt, t0, timeline)
 	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(n-1))]) / float64(time.Millisecond) }
@@ -466,8 +466,9 @@ func latency(ctx context.Context, seeds []string, topic string, rateMiB, seconds
 }
 
 // logTimeline logs, per window of the given length by send time, how many records were sent
-// and the p50, p99 and max of their acknowledgement latency.
-func logTimeline(lat, sentAt []time.Duration, window time.Duration) {
+// and the p50, p99 and max of their acknowledgement latency. Each line also gives the window's
+// start as UTC wall-clock time, to line it up with `vmstat -t` or a trace of the same seconds.
+func logTimeline(lat, sentAt []time.Duration, t0 time.Time, window time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for from := 0; from < len(lat); {
 		w := sentAt[from] / window
@@ -478,8 +479,10 @@ func logTimeline(lat, sentAt []time.Duration, window time.Duration) {
 		win := slices.Clone(lat[from:to])
 		slices.Sort(win)
 		at := func(p float64) time.Duration { return win[int(p*float64(len(win)-1))] }
-		logf("latency %6.1f s: %6d records, p50 %6.2f ms, p99 %7.2f ms, max %7.2f ms",
-			(time.Duration(w) * window).Seconds(), len(win), ms(at(0.5)), ms(at(0.99)), ms(win[len(win)-1]))
+		off := time.Duration(w) * window
+		logf("latency %6.1f s: %6d records, p50 %6.2f ms, p99 %7.2f ms, max %7.2f ms (from %s UTC)",
+			off.Seconds(), len(win), ms(at(0.5)), ms(at(0.99)), ms(win[len(win)-1]),
+			t0.Add(off).UTC().Format("15:04:05.000"))
 		from = to
 	}
 }
