@@ -144,9 +144,13 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	var epochsChanged, epochsRemoved bool
 	var epochsFrom int64 // the base offset of the first batch that changed the epoch cache
 	l.mu.Lock()
+	if l.recent == nil || l.recent.seg != seg {
+		l.recent = &recentBatches{seg: seg}
+	}
 	pos := seg.size
 	for _, h := range hs {
 		seg.ix.add(seg.base, h, pos, cfg.IndexIntervalBytes)
+		l.recent.add(recentBatch{base: h.BaseOffset, last: h.LastOffset(), pos: pos, size: int64(h.Size())})
 		pos += int64(h.Size())
 		// Kafka's maybeAssignEpochStartOffset for every batch: a no-op within the latest
 		// epoch; an older epoch replaces the conflicting later entries (epochCache.assign).

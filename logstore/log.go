@@ -66,6 +66,9 @@ type Log struct {
 	writeback *writebackQueue // the Manager's (writeback.go); nil: the kernel's writeback alone
 	// writebackRing: the active segment's writeback marks (writeback.go), guarded by appendMu.
 	writebackRing *writebackRing
+	// recent: where the active segment's last batches start (recent.go); appendMu and mu to
+	// write, mu to read.
+	recent *recentBatches
 	// directWrites is the Manager's gate for appends issued directly (directio.go); nil:
 	// every append goes through os.File.
 	directWrites *directWriteGate
@@ -205,7 +208,7 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 	if budget < 0 {
 		budget = 0
 	}
-	return l.segs.read(startOffset, budget, maxOffset, l.leo, minOneBatch)
+	return l.segs.read(startOffset, budget, maxOffset, l.leo, minOneBatch, l.recent)
 }
 
 // OffsetForTimestamp finds the first record whose timestamp is >= ts (ListOffsets by time),

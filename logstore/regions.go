@@ -26,7 +26,7 @@ func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, mi
 	if startOffset == l.leo || startOffset >= maxOffset {
 		return kproto.FileRecords{}, nil
 	}
-	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch)
+	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
 }
 
 // batchEndHeader is the part of a batch header that delimits it: base offset, length and
@@ -40,9 +40,10 @@ const batchEndHeader = offLastOffsetDelta + 4
 // first one found in a segment ends below maxOffset (the segment ends at its successor's base,
 // the active one at leo) and the rest of the segment fits the budget, the rest is taken whole
 // without reading its headers (Kafka's slice to the segment's end), so a follower's fetch at the
-// log's tail costs one header read, not one per batch.
+// log's tail costs one header read, not one per batch, and none when recent (the Log's
+// recentBatches, recent.go) knows where the first batch starts.
 // read copies its regions' bytes.
-func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, minOneBatch bool) (kproto.FileRecords, error) {
+func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, minOneBatch bool, recent *recentBatches) (kproto.FileRecords, error) {
 	var out kproto.FileRecords
 	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
 	if i < 0 {
@@ -69,10 +70,14 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		if s.base <= startOffset {
 			pos = s.lookup(startOffset)
 		}
-		// skip batches ending before startOffset
+		// skip batches ending before startOffset; a batch appended a moment ago is known
+		// without reading its header (recent.go)
 		var firstSize, firstLast int64
 		found := false
-		for pos < s.size {
+		if b, ok := recent.find(s, startOffset); ok && s.base <= startOffset {
+			pos, firstSize, firstLast, found = b.pos, b.size, b.last, true
+		}
+		for !found && pos < s.size {
 			if pos+batchHeaderSize > s.size {
 				return out, fmt.Errorf("%w: truncated header at %d in %s", ErrCorruptMessage, pos, s.logPath())
 			}

@@ -44,8 +44,8 @@ func (sl segmentList) closeFiles() {
 // read returns the bytes of readRegions' regions, read from the segment files (the copying
 // path: ReadLocal, and fetches whose record sets are not sent from the files). One walk over the
 // batches serves both.
-func (sl segmentList) read(startOffset, budget, maxOffset, leo int64, minOneBatch bool) ([]byte, error) {
-	fr, err := sl.readRegions(startOffset, budget, maxOffset, leo, minOneBatch)
+func (sl segmentList) read(startOffset, budget, maxOffset, leo int64, minOneBatch bool, recent *recentBatches) ([]byte, error) {
+	fr, err := sl.readRegions(startOffset, budget, maxOffset, leo, minOneBatch, recent)
 	if fr.Len == 0 {
 		return nil, err
 	}

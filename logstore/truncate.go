@@ -65,6 +65,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	defer l.mu.Unlock()
 	kept, newLEO, err := l.segs.truncateTo(offset, l.cfg.IndexIntervalBytes)
 	l.segs = kept
+	l.recent = nil // positions after the cut change
 	if err != nil {
 		return err
 	}
@@ -113,6 +114,7 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 		s.markDeleted(0)
 	}
 	l.segs = nil
+	l.recent = nil
 	s, err := createSegment(l.dir, offset, l.now())
 	if err != nil {
 		return err
