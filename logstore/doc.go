@@ -9,7 +9,8 @@
 // moving the log start offset), flushing (`log.flush.*`; by default never fsync per write:
 // durability comes from replication), starting the kernel's writeback of appended data once it
 // is two seconds old, paced in 100 ms steps, so that it never comes in one burst (writeback.go), appends and reads of
-// resident data issued without the scheduler's system-call hooks (directio.go), recovery
+// resident data issued without the scheduler's system-call hooks (directio.go), where the last
+// batches of the active segment start, so a fetch at the tail reads no header (recent.go), recovery
 // after an unclean shutdown (batches past the
 // recovery point are re-validated and a torn or corrupt tail is truncated), and the leader
 // epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication

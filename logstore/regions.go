@@ -66,16 +66,15 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 	}
 	for ; i < len(sl); i++ {
 		s := sl[i]
-		pos := int64(0)
-		if s.base <= startOffset {
+		// The batch holding startOffset: known without reading its header when it was
+		// appended a moment ago (recent.go); otherwise found from the offset index, skipping
+		// the batches that end before startOffset.
+		var pos, firstSize, firstLast int64
+		b, found := recent.find(s, startOffset)
+		if found {
+			pos, firstSize, firstLast = b.pos, b.size, b.last
+		} else if s.base <= startOffset {
 			pos = s.lookup(startOffset)
-		}
-		// skip batches ending before startOffset; a batch appended a moment ago is known
-		// without reading its header (recent.go)
-		var firstSize, firstLast int64
-		found := false
-		if b, ok := recent.find(s, startOffset); ok && s.base <= startOffset {
-			pos, firstSize, firstLast, found = b.pos, b.size, b.last, true
 		}
 		for !found && pos < s.size {
 			if pos+batchHeaderSize > s.size {
