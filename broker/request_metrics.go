@@ -6,6 +6,8 @@ import (
 
 	"github.com/rcrowley/go-metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/decaysample"
 )
 
 // Kafka's per-API request metrics (RequestChannel's RequestMetrics in Kafka 2.4):
@@ -66,8 +68,8 @@ func RequestMetricName(name, request string) string {
 // name.
 type apiMetrics struct {
 	requests  metrics.Meter
-	totalTime metrics.Timer
-	phases    [numPhases]metrics.Timer // by requestPhase
+	totalTime *timeHistogram
+	phases    [numPhases]*timeHistogram // by requestPhase
 }
 
 // requestPhase indexes the phases of a request's total time, in order.
@@ -95,16 +97,37 @@ func newAPIMetrics(reg metrics.Registry, request string) *apiMetrics {
 	return m
 }
 
-// getOrRegisterTimeHistogram is a go-metrics Timer without the meter of its own: Kafka's
-// TotalTimeMs and phases are histograms (the rate is RequestsPerSec's), and a StandardTimer
-// marks a meter on every update (three moving averages and a clock read), six or twelve times
-// per request; their reservoir (exponentially decaying, 1028 samples, alpha 0.015, as Kafka's
-// biased histograms and go-metrics' own timers) is the same. Exported as a summary in ms
-// (broker/metricsexport), as before.
-func getOrRegisterTimeHistogram(name string, reg metrics.Registry) metrics.Timer {
-	return reg.GetOrRegister(name, func() metrics.Timer {
-		return metrics.NewCustomTimer(metrics.NewHistogram(metrics.NewExpDecaySample(1028, 0.015)), noMeter{})
-	}).(metrics.Timer)
+// timeHistogram is one of Kafka's request time histograms: a go-metrics Timer without a meter
+// of its own, for the registry and the exporter (Kafka's TotalTimeMs and phases are histograms;
+// the rate is RequestsPerSec's, and a StandardTimer marks a meter on every update: three moving
+// averages and a clock read, six or twelve times per request), over Kafka's reservoir
+// (decaysample: Yammer's exponentially decaying sample, 1028 values, alpha 0.015). The request
+// path updates the reservoir directly (record), with the time it read for the total; the
+// Timer's own Update goes through its lock to the same reservoir. Exported as a summary in ms
+// (broker/metricsexport).
+type timeHistogram struct {
+	metrics.Timer
+	sample *decaysample.Sample
+}
+
+func newTimeHistogram() *timeHistogram {
+	s := decaysample.New(decaysample.DefaultSize, decaysample.DefaultAlpha)
+	return &timeHistogram{Timer: metrics.NewCustomTimer(metrics.NewHistogram(s), noMeter{}), sample: s}
+}
+
+// updateAt records d, observed at now.
+func (h *timeHistogram) updateAt(now time.Time, d time.Duration) { h.sample.UpdateAt(now, int64(d)) }
+
+// getOrRegisterTimeHistogram returns the histogram registered under name, registering a new
+// one if there is none (or, in a registry shared with other code, something else under it).
+func getOrRegisterTimeHistogram(name string, reg metrics.Registry) *timeHistogram {
+	if h, ok := reg.GetOrRegister(name, func() *timeHistogram { return newTimeHistogram() }).(*timeHistogram); ok {
+		return h
+	}
+	h := newTimeHistogram()
+	reg.Unregister(name)
+	_ = reg.Register(name, h)
+	return h
 }
 
 // noMeter is go-metrics' NilMeter (nothing counted, no ticking) whose Snapshot is the
@@ -186,6 +209,7 @@ func (t *requestTiming) record() {
 		return
 	}
 	total := time.Since(t.start)
+	now := t.start.Add(total) // the histograms' observation time, without another clock read
 	local := t.completed
 	if d := time.Duration(atomic.LoadInt64(&t.localDone)); d > 0 && d < local {
 		local = d
@@ -202,9 +226,9 @@ func (t *requestTiming) record() {
 			continue
 		}
 		m.requests.Mark(1)
-		m.totalTime.Update(total)
+		m.totalTime.updateAt(now, total)
 		for i, d := range phases {
-			m.phases[i].Update(max(d, 0))
+			m.phases[i].updateAt(now, max(d, 0))
 		}
 	}
 }

@@ -118,3 +118,43 @@ func TestIdleSampler(t *testing.T) {
 		t.Errorf("saturated: %v, want 0", v)
 	}
 }
+
+// The request histograms are Kafka's reservoir (decaysample) behind a go-metrics Timer: what the
+// exporter reads is what record updates, also when the registry held something else under the
+// name before (it is replaced, not left to go stale).
+func TestRequestHistogramsAreTheRegisteredTimers(t *testing.T) {
+	reg := metrics.NewRegistry()
+	name := RequestMetricName(metricTotalTimeMs, "Produce")
+	stale := metrics.NewTimer()
+	if err := reg.Register(name, stale); err != nil {
+		t.Fatal(err)
+	}
+	m := newRequestMetrics(reg)
+	tm := m.timing(time.Now().Add(-3*time.Millisecond), int16(kmsg.Produce), kmsg.NewPtrProduceRequest())
+	tm.record()
+	got, ok := reg.Get(name).(metrics.Timer)
+	if !ok || got == metrics.Timer(stale) {
+		t.Fatalf("registered %T, want the request histogram", reg.Get(name))
+	}
+	if snap := got.Snapshot(); snap.Count() != 1 || snap.Min() < int64(3*time.Millisecond) {
+		t.Fatalf("snapshot count %d min %v, want 1 value >= 3ms", snap.Count(), time.Duration(snap.Min()))
+	}
+	if again := newRequestMetrics(reg); again.byKey[kmsg.Produce].totalTime != m.byKey[kmsg.Produce].totalTime {
+		t.Fatal("a second newRequestMetrics on the registry made a new histogram instead of reusing it")
+	}
+}
+
+// The cost of a follower fetch's metrics once its response is written: two meters and twelve
+// histogram updates (Fetch and FetchFollower, total and five phases each).
+func BenchmarkRequestTimingRecordFetch(b *testing.B) {
+	m := newRequestMetrics(metrics.NewRegistry())
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = 2
+	tm := m.timing(time.Now().Add(-2*time.Millisecond), int16(kmsg.Fetch), req)
+	tm.dequeued, tm.completed, tm.taken = 10*time.Microsecond, time.Millisecond, 1100*time.Microsecond
+	tm.localDone = int64(100 * time.Microsecond)
+	b.ReportAllocs()
+	for b.Loop() {
+		tm.record()
+	}
+}
