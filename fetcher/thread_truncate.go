@@ -30,6 +30,13 @@ func (t *fetcherThread) truncateLocked(tp TopicPartition, s *partitionState, off
 // partitions. It reports whether it did anything.
 func (t *fetcherThread) maybeTruncate() bool {
 	now := time.Now()
+	t.mu.Lock()
+	if !t.anyReadyToTruncateLocked(now) {
+		// The common case, on every turn of a fetcher that is only fetching: build nothing.
+		t.mu.Unlock()
+		return false
+	}
+	t.mu.Unlock()
 	did := false
 	sent := make(map[TopicPartition]sentState)
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -117,6 +124,16 @@ func (t *fetcherThread) maybeTruncate() bool {
 		}
 	}
 	return true
+}
+
+// anyReadyToTruncateLocked reports whether some partition is Truncating and not backing off.
+func (t *fetcherThread) anyReadyToTruncateLocked(now time.Time) bool {
+	for _, tp := range t.order {
+		if s := t.parts[tp]; s != nil && s.phase == phaseTruncating && s.ready(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // applyEpochEndOffsetLocked applies a leader's OffsetForLeaderEpoch answer to one partition

@@ -146,6 +146,15 @@ func (p *Partition) isrLocked() []int32 {
 	return p.leader.ISR()
 }
 
+// isrSharedLocked is isrLocked without the copy (replica.Leader.ISRShared): read-only. Callers
+// hold mu (either side).
+func (p *Partition) isrSharedLocked() []int32 {
+	if p.leader == nil {
+		return nil
+	}
+	return p.leader.ISRShared()
+}
+
 // checkLeaderEpoch validates a client's current_leader_epoch (KIP-320): -1 skips the check.
 func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 	switch {
@@ -387,7 +396,7 @@ type partitionView struct {
 	hw          int64
 	leo         int64
 	logStart    int64
-	isr         []int32
+	isr         []int32 // shared with the leader state (ISRShared): read, never written
 	assigned    []int32
 	minIsr      int
 }
@@ -405,7 +414,7 @@ func (p *Partition) viewLocked() partitionView {
 		hw:          p.highWatermark(),
 		leo:         p.log.LogEndOffset(),
 		logStart:    p.log.LogStartOffset(),
-		isr:         p.isrLocked(),
+		isr:         p.isrSharedLocked(),
 		assigned:    p.assigned,
 		minIsr:      p.cfg.minInsyncReplicas,
 	}

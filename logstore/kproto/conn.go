@@ -18,6 +18,7 @@ import (
 type Conn struct {
 	mu        sync.Mutex
 	nc        net.Conn
+	sw        *socketWriter // writes requests to nc
 	br        *bufio.Reader // over NewSocketReader(nc): a response's size and body in one read
 	formatter *kmsg.RequestFormatter
 	corr      int32
@@ -70,7 +71,7 @@ func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{nc: nc, br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
+	return &Conn{nc: nc, sw: newSocketWriter(nc), br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
 }
 
 // Request writes req and waits for its response, honouring ctx's deadline (up to
@@ -133,7 +134,7 @@ func (c *Conn) request(ctx context.Context, req kmsg.Request, dl time.Time) (kms
 	c.corr++
 	corr := c.corr
 	c.buf = c.formatter.AppendRequest(c.buf[:0], req, corr)
-	if err := writeConn(c.nc, c.buf); err != nil {
+	if err := c.sw.write(c.buf); err != nil {
 		c.closeLocked()
 		return nil, err
 	}

@@ -93,40 +93,63 @@ func (r *SocketReader) readOnce(fd uintptr) bool {
 	}
 }
 
-// writeConn writes all of b to c: to a socket with write(2) issued directly, waiting through
-// the runtime poller while the socket buffer is full; to anything else with c.Write.
-func writeConn(c net.Conn, b []byte) error {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		_, err := c.Write(b)
-		return err
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		_, err := c.Write(b)
-		return err
-	}
-	var werr error
-	err = raw.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, e := rawWrite(fd, b)
-			switch e {
-			case 0:
-				b = b[n:]
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // socket buffer full: wait until writable
-			default:
-				werr = e
-				return true
-			}
+// socketWriter writes all of a buffer to a connection: to a socket with write(2) issued
+// directly, waiting through the runtime poller while the socket buffer is full; to anything
+// else with Write. The socket's RawConn and the write callback are bound once (a Conn's, for a
+// replica fetcher's request on every fetch): looking them up per write allocated both each
+// time. One writer at a time.
+type socketWriter struct {
+	c   net.Conn
+	raw syscall.RawConn // nil: not a socket
+	b   []byte          // what is left of the write in progress
+	err error
+	fn  func(fd uintptr) bool
+}
+
+func newSocketWriter(c net.Conn) *socketWriter {
+	w := &socketWriter{c: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+			w.fn = w.writeOnce
 		}
-		return true
-	})
+	}
+	return w
+}
+
+// write writes all of b.
+func (w *socketWriter) write(b []byte) error {
+	if w.raw == nil {
+		_, err := w.c.Write(b)
+		return err
+	}
+	w.b, w.err = b, nil
+	err := w.raw.Write(w.fn)
+	werr := w.err
+	w.b, w.err = nil, nil
 	if err != nil {
 		return err
 	}
 	return werr
+}
+
+// writeOnce is RawConn.Write's callback: write(2) until w.b is written; false when the socket
+// buffer is full (wait until writable).
+func (w *socketWriter) writeOnce(fd uintptr) bool {
+	for len(w.b) > 0 {
+		n, e := rawWrite(fd, w.b)
+		switch e {
+		case 0:
+			w.b = w.b[n:]
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			w.err = e
+			return true
+		}
+	}
+	return true
 }
 
 // rawRead is one read(2) of fd into p (not empty) without the scheduler's hooks.

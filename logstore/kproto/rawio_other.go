@@ -17,9 +17,13 @@ const directSockets = false
 // NewSocketReader returns c.
 func NewSocketReader(c net.Conn) io.Reader { return c }
 
-// writeConn writes all of b to c.
-func writeConn(c net.Conn, b []byte) error {
-	_, err := c.Write(b)
+// socketWriter writes all of a buffer to a connection with Write.
+type socketWriter struct{ c net.Conn }
+
+func newSocketWriter(c net.Conn) *socketWriter { return &socketWriter{c} }
+
+func (w *socketWriter) write(b []byte) error {
+	_, err := w.c.Write(b)
 	return err
 }
 

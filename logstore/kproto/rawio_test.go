@@ -55,17 +55,19 @@ func TestSocketReaderReadsAsNetConn(t *testing.T) {
 	}
 }
 
-// writeConn writes every byte even when the peer reads slowly (the socket buffer fills and
-// the write waits for room), and fails once the connection is closed.
-func TestWriteConnWritesEverything(t *testing.T) {
+// socketWriter writes every byte even when the peer reads slowly (the socket buffer fills and
+// the write waits for room), writes again after that with no allocation (on Linux), and fails
+// once the connection is closed.
+func TestSocketWriterWritesEverything(t *testing.T) {
 	client, server := kprototest.TCPPair(t)
 	want := make([]byte, 8<<20)
 	rand.New(rand.NewSource(1)).Read(want)
+	w := newSocketWriter(client)
 	done := make(chan error, 1)
-	go func() { done <- writeConn(client, want) }()
+	go func() { done <- w.write(want) }()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)
-	server.SetReadDeadline(time.Now().Add(30 * time.Second)) // a writeConn that gives up fails here, not at the test timeout
+	server.SetReadDeadline(time.Now().Add(30 * time.Second)) // a writer that gives up fails here, not at the test timeout
 	for got.Len() < len(want) {
 		n, err := server.Read(buf)
 		if err != nil {
@@ -77,14 +79,26 @@ func TestWriteConnWritesEverything(t *testing.T) {
 		}
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("writeConn: %v", err)
+		t.Fatalf("write: %v", err)
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Fatal("the bytes read differ from the bytes written")
 	}
+	small := []byte("fetch")
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := w.write(small); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(server, buf[:len(small)]); err != nil || !bytes.Equal(buf[:len(small)], small) {
+			t.Fatalf("read back %q: %v", buf[:len(small)], err)
+		}
+	})
+	if directSockets && !raceEnabled && allocs > 0 {
+		t.Errorf("%v allocations per write, want 0", allocs)
+	}
 	client.Close()
-	if err := writeConn(client, []byte("x")); err == nil {
-		t.Fatal("writeConn on a closed connection succeeded")
+	if err := w.write([]byte("x")); err == nil {
+		t.Fatal("a write on a closed connection succeeded")
 	}
 }
 

@@ -101,6 +101,12 @@ func (l *Leader) EpochStartOffset() int64 { return l.epochStartOffset }
 // ISR returns the ISR as ZooKeeper last confirmed it (a copy).
 func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
 
+// ISRShared returns the ISR as ISR does, without copying it: the caller must not modify it. It
+// stays valid after the ISR changes (a change assigns a new slice, never writes into the one
+// handed out), so a snapshot taken on every fetch (the replica manager's partition view) costs no
+// allocation.
+func (l *Leader) ISRShared() []int32 { return l.isr }
+
 // InISR reports whether id is in the ISR.
 func (l *Leader) InISR(id int32) bool { return slices.Contains(l.isr, id) }
 

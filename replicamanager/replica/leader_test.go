@@ -151,3 +151,22 @@ func TestInvariantsPanic(t *testing.T) {
 		}()
 	}
 }
+
+// ISRShared is the ISR without a copy, and a slice it handed out stays as it was when the ISR
+// changes (ApplyISR and Update assign new slices): a partition view taken on a fetch may keep it.
+func TestISRSharedStaysAsHandedOut(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := NewLeader(1, 5, 0, []int32{1, 2, 3}, []int32{1, 2, 3}, 10*time.Second, now)
+	shared := l.ISRShared()
+	if !slices.Equal(shared, []int32{1, 2, 3}) || !slices.Equal(shared, l.ISR()) {
+		t.Fatalf("ISRShared %v, ISR %v", shared, l.ISR())
+	}
+	l.ApplyISR([]int32{1, 3})
+	l.Update([]int32{1, 2, 3}, []int32{3, 1})
+	if !slices.Equal(shared, []int32{1, 2, 3}) {
+		t.Fatalf("a slice handed out before the ISR changed now reads %v", shared)
+	}
+	if got := l.ISRShared(); !slices.Equal(got, []int32{3, 1}) {
+		t.Fatalf("ISRShared after Update = %v, want [3 1]", got)
+	}
+}
