@@ -43,6 +43,10 @@ type conn struct {
 	closeOnce sync.Once
 
 	out responseStream // the responses in request order (conn_write.go)
+
+	// lastClientID is the previous request's client id, reused for the next when equal
+	// (kproto.ParseHeaderReusing); the reader's only.
+	lastClientID *string
 }
 
 // slot is the future response of one request.
@@ -288,10 +292,11 @@ func (c *conn) handleFrame(frame []byte) error {
 	if version < h.min || version > h.max {
 		return fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
 	}
-	hdr, body, err := kproto.ParseHeader(frame, kproto.IsFlexible)
+	hdr, body, err := kproto.ParseHeaderReusing(frame, kproto.IsFlexible, c.lastClientID)
 	if err != nil {
 		return err
 	}
+	c.lastClientID = hdr.ClientID
 	req := kmsg.RequestForKey(key)
 	req.SetVersion(version)
 	if err := req.ReadFrom(body); err != nil {

@@ -91,6 +91,14 @@ type RequestHeader struct {
 // know whether (key, version) is flexible: flexible reports that, and an unknown key/version
 // is reported as not flexible (the caller answers UNSUPPORTED_VERSION or closes).
 func ParseHeader(frame []byte, flexible func(key, version int16) bool) (RequestHeader, []byte, error) {
+	return ParseHeaderReusing(frame, flexible, nil)
+}
+
+// ParseHeaderReusing is ParseHeader that returns prevClientID itself as the client id when
+// the header's equals it, instead of a new copy: a connection's client sends the same id with
+// every request, and a connection's reader that passes the previous header's id so spares two
+// allocations per request. The string is never written through the pointer.
+func ParseHeaderReusing(frame []byte, flexible func(key, version int16) bool, prevClientID *string) (RequestHeader, []byte, error) {
 	var h RequestHeader
 	if len(frame) < 8 {
 		return h, nil, ErrShortHeader
@@ -111,8 +119,12 @@ func ParseHeader(frame []byte, flexible func(key, version int16) bool) (RequestH
 		if int(l) > len(rest) {
 			return h, nil, ErrShortHeader
 		}
-		s := string(rest[:l])
-		h.ClientID = &s
+		if prevClientID != nil && *prevClientID == string(rest[:l]) {
+			h.ClientID = prevClientID
+		} else {
+			s := string(rest[:l])
+			h.ClientID = &s
+		}
 		rest = rest[l:]
 	} else if l != -1 {
 		return h, nil, ErrShortHeader
@@ -151,13 +163,35 @@ func skipTags(b []byte) ([]byte, error) {
 // IsFlexible reports whether kmsg considers key at version flexible (KIP-482). Unknown keys
 // report false.
 func IsFlexible(key, version int16) bool {
-	req := kmsg.RequestForKey(key)
-	if req == nil {
+	if key < 0 || int(key) >= len(flexibleFrom) {
 		return false
 	}
-	req.SetVersion(version)
-	return req.IsFlexible()
+	first := flexibleFrom[key]
+	return first >= 0 && version >= first
 }
+
+// flexibleFrom is, by API key, the first version kmsg decodes as flexible (KIP-482), -1 for a
+// key kmsg does not know or with no flexible version. Built once from kmsg, so that IsFlexible
+// (on every request's header) makes no request value per call. A key's versions are flexible
+// from that one on: KIP-482 made every version after the first flexible one flexible too.
+var flexibleFrom = func() []int16 {
+	t := make([]int16, kmsg.MaxKey+1)
+	for key := range t {
+		t[key] = -1
+		req := kmsg.RequestForKey(int16(key))
+		if req == nil {
+			continue
+		}
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				t[key] = v
+				break
+			}
+		}
+	}
+	return t
+}()
 
 // AppendResponse appends a complete size-prefixed response frame to dst: the response header
 // (correlation id, plus an empty tag section when the response is flexible, except ApiVersions

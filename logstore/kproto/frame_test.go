@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func sizePrefixed(size int32, body []byte) []byte {
@@ -155,5 +157,74 @@ func TestReadFrameInto(t *testing.T) {
 	}
 	if _, err := ReadFrameInto(bytes.NewReader(sizePrefixed(32, body[:10])), 1<<20, buf); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("short body: err = %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// ParseHeaderReusing returns the previous client id itself when the header's equals it, and a
+// copy of its own when it differs or is null; the values are the header's either way.
+func TestParseHeaderReusingSharesAnEqualClientID(t *testing.T) {
+	frame := func(id *string) []byte {
+		b := binary.BigEndian.AppendUint16(nil, 3) // Metadata
+		b = binary.BigEndian.AppendUint16(b, 1)
+		b = binary.BigEndian.AppendUint32(b, 7)
+		if id == nil {
+			return binary.BigEndian.AppendUint16(b, 0xffff)
+		}
+		b = binary.BigEndian.AppendUint16(b, uint16(len(*id)))
+		return append(b, *id...)
+	}
+	a, other := "producer-1", "consumer-9"
+	h, _, err := ParseHeaderReusing(frame(&a), IsFlexible, nil)
+	if err != nil || h.ClientID == nil || *h.ClientID != a {
+		t.Fatalf("first header: %+v, %v", h, err)
+	}
+	prev := h.ClientID
+	h, _, err = ParseHeaderReusing(frame(&a), IsFlexible, prev)
+	if err != nil || h.ClientID != prev {
+		t.Fatalf("an equal client id: got %p (%v), want the previous pointer %p", h.ClientID, err, prev)
+	}
+	f := frame(&a)
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = ParseHeaderReusing(f, IsFlexible, prev) }); allocs != 0 {
+		t.Errorf("%v allocations parsing a header with the previous client id, want 0", allocs)
+	}
+	h, _, err = ParseHeaderReusing(frame(&other), IsFlexible, prev)
+	if err != nil || h.ClientID == prev || h.ClientID == nil || *h.ClientID != other || *prev != a {
+		t.Fatalf("a different client id: %v (%v); previous now %q", h.ClientID, err, *prev)
+	}
+	h, _, err = ParseHeaderReusing(frame(nil), IsFlexible, prev)
+	if err != nil || h.ClientID != nil {
+		t.Fatalf("a null client id: %v (%v)", h.ClientID, err)
+	}
+}
+
+// IsFlexible's table answers what kmsg answers for every key and version it knows, and false
+// for keys it does not know; it allocates nothing (it runs on every request's header).
+func TestIsFlexibleAgreesWithKmsg(t *testing.T) {
+	flexibleKeys := 0
+	for key := int16(-1); key <= kmsg.MaxKey+2; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			for v := int16(0); v < 20; v++ {
+				if IsFlexible(key, v) {
+					t.Fatalf("unknown key %d v%d is flexible", key, v)
+				}
+			}
+			continue
+		}
+		for v := int16(0); v <= req.MaxVersion()+1; v++ {
+			req.SetVersion(v)
+			if got, want := IsFlexible(key, v), req.IsFlexible(); got != want {
+				t.Fatalf("IsFlexible(%d, %d) = %v, kmsg says %v", key, v, got, want)
+			}
+		}
+		if IsFlexible(key, req.MaxVersion()) {
+			flexibleKeys++
+		}
+	}
+	if flexibleKeys < 40 {
+		t.Fatalf("only %d keys are flexible at their newest version", flexibleKeys)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = IsFlexible(int16(kmsg.Fetch), 12) }); allocs != 0 {
+		t.Errorf("%v allocations per IsFlexible, want 0", allocs)
 	}
 }
