@@ -16,6 +16,8 @@
 #   options: --records N, --rounds N, --latency-seconds S (default 5), --latency-rate MIB (20),
 #            --latency-linger DURATION (the latency phase's producer linger, default 0ms),
 #            --latency-timeline DURATION (log the latency phase's p50/p99/max per window of that length, with each window's start in UTC),
+#            --latency-settle MIB (after the throughput phases, wait until the kernel's dirty + writeback pages are at most MIB,
+#            90 s at most, so that the latency phase measures the steady state and not their writeback; default 256, 0: no wait),
 #            --no-kfake-disk (skip the kfake-disk target), --no-kfake (isrbroker only: no kfake targets),
 #            --phases LIST (of rf1,consume,rf3,latency; default all four; consume needs rf1),
 #            --profile DIR (CPU, mutex, block and allocation profiles of the three brokers during the first
@@ -40,6 +42,7 @@ KEEP=0
 BIN=""
 LAT_LINGER=0ms
 LAT_TIMELINE=0s
+LAT_SETTLE=256
 KFAKE_DISK=1
 KFAKE=1
 PHASES=rf1,consume,rf3,latency
@@ -74,6 +77,12 @@ while (($# > 0)); do
 		need "$@"
 		[[ "$2" =~ ^[0-9]+(\.[0-9]+)?(ms|s)$ ]] || die "--latency-timeline must be a duration such as 500ms or 5s, got '$2'"
 		LAT_TIMELINE=$2
+		shift 2
+		;;
+	--latency-settle)
+		need "$@"
+		[[ "$2" =~ ^[0-9]+$ ]] || die "--latency-settle must be a number of MiB (0: no wait), got '$2'"
+		LAT_SETTLE=$2
 		shift 2
 		;;
 	--no-kfake-disk) KFAKE_DISK=0; shift ;;
@@ -147,7 +156,7 @@ log "cluster up: bootstrap $BOOTSTRAP, ZooKeeper $ZK, state in $WORK"
 RESULTS=$WORK/results.jsonl
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
-common=(--phases "$PHASES" --records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER" --latency-timeline "$LAT_TIMELINE")
+common=(--phases "$PHASES" --records "$RECORDS" --latency-seconds "$LAT_SECONDS" --latency-rate "$LAT_RATE" --latency-linger "$LAT_LINGER" --latency-timeline "$LAT_TIMELINE" --latency-settle "$LAT_SETTLE")
 run_isrbroker() {
 	local extra=()
 	if [[ -n "$PROFILE" && $1 == 1 ]]; then

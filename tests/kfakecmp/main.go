@@ -98,6 +98,7 @@ type runOpts struct {
 	latencySeconds      float64
 	latencyLinger       time.Duration
 	latencyTimeline     time.Duration
+	settleMiB           int64
 	phases              map[string]bool
 	pprof, profileDir   string
 	profileSeconds      int
@@ -114,6 +115,7 @@ func runCmd(args []string) error {
 	fs.Float64Var(&o.rateMiB, "latency-rate", 20, "steady produce rate of the latency phase, MiB/s")
 	fs.Float64Var(&o.latencySeconds, "latency-seconds", 5, "length of the latency phase, seconds")
 	fs.DurationVar(&o.latencyLinger, "latency-linger", 0, "the producer's linger in the latency phase (franz-go's default is 10ms since v1.20; 0 measures the broker, not the client's wait)")
+	fs.Int64Var(&o.settleMiB, "latency-settle", 256, "after a throughput phase, wait until the kernel's dirty and writeback pages are at most this many MiB before the latency phase (steady state, not the previous phase's writeback; at most 90 s); 0 does not wait")
 	fs.DurationVar(&o.latencyTimeline, "latency-timeline", 0, "print the latency phase's p50, p99 and max per window of this length (by send time) to stderr; 0 prints none")
 	fs.StringVar(&o.pprof, "pprof", "", "brokers' metrics listeners host:port,... to profile (CPU, mutex, block, allocs) during the RF=3 acks=all phase (isrbroker.pprof.enable)")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "where the profiles go (with --pprof)")
@@ -142,6 +144,9 @@ func runCmd(args []string) error {
 	}
 	if o.latencyTimeline < 0 {
 		return errors.New("--latency-timeline must not be negative")
+	}
+	if o.settleMiB < 0 {
+		return errors.New("--latency-settle must not be negative")
 	}
 	if o.latencyLinger < 0 {
 		return errors.New("--latency-linger must not be negative")
@@ -263,7 +268,15 @@ func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
 		return res, nil
 	}
 
-	// 4. Acknowledgement latency at a steady rate, RF=3 acks=all.
+	// 4. Acknowledgement latency at a steady rate, RF=3 acks=all, once the throughput phases'
+	// writeback has drained (settle.go).
+	if o.settleMiB > 0 && (o.phases["rf1"] || o.phases["rf3"]) {
+		waited, pending, err := settle(ctx, o.settleMiB<<20, settleDeadline)
+		if err != nil {
+			return nil, fmt.Errorf("settle before the latency phase: %w", err)
+		}
+		logf("%s round %d: waited %.1f s for the writeback of the throughput phases (dirty + writeback %d MiB)", o.target, o.round, waited.Seconds(), pending>>20)
+	}
 	// The profiles are taken here when the RF=3 phase did not run (--phases latency).
 	var latProf func() error
 	if !o.phases["rf3"] {
