@@ -8,7 +8,7 @@
 // It owns segment rolling (by size and time), retention (by time and bytes, whole segments,
 // moving the log start offset), flushing (`log.flush.*`; by default never fsync per write:
 // durability comes from replication), starting the kernel's writeback of appended data once it
-// is two seconds old, paced in 100 ms steps, so that it never comes in one burst (writeback.go), appends and reads of
+// is half a second old, paced in 100 ms steps, so that it never comes in one burst (writeback.go), appends and reads of
 // resident data issued without the scheduler's system-call hooks (directio.go), where the last
 // batches of the active segment start, so a fetch at the tail reads no header (recent.go), recovery
 // after an unclean shutdown (batches past the

@@ -14,18 +14,24 @@ import (
 // log starts the writeback of what it appended to its active segment once that is writebackLag
 // old (sync_file_range with SYNC_FILE_RANGE_WRITE on a background goroutine: it starts the I/O
 // and waits for nothing, not an fsync, so durability is unchanged), and the kernel's own
-// writeback finds less than a lag's worth left. The lag keeps a burst shorter than it (a
-// benchmark's gigabyte, a catch-up) free of writeback, as before: starting it at once cost
-// RF=3 acks=all throughput 15 % in such bursts. Kafka leaves this to the OS (and to tuning
-// vm.dirty_*); isrbroker does it so that a default machine has no cliff.
-const writebackLag = 2 * time.Second
+// writeback finds less than a lag's worth left. The lag keeps the first moments of a burst
+// free of writeback: starting it at once cost RF=3 acks=all throughput 15 % in bursts. It is
+// short because of what the kernel still does: sync_file_range does not clear the inode's
+// dirty time, so every 30 s the flusher visits each active segment and writes its unwritten
+// tail, the last lag's worth of every log at once. With a 2 s lag that was ~120 MB in a second
+// at 20 MiB/s RF=3, a window of 40-220 ms acknowledgements; with 500 ms it is a quarter of that,
+// and RF=3 bursts of 300 MB and 1 GB ran as fast (docs/performance.md, "Fifth look"). Kafka
+// leaves this to the OS (and to tuning vm.dirty_*); isrbroker does it so that a default machine
+// has no cliff.
+const writebackLag = 500 * time.Millisecond
 
 // writebackStep paces the writeback under a steady load: a log takes a mark (its active
 // segment's size and the time) at most every step, and starts the writeback up to each mark
 // once the mark is a lag old, so the disk gets a step's worth of data every step instead of
 // a lag's worth every lag. On a virtual machine whose host does the guest's I/O on the
-// guest's CPU time, 2 s of a steady 60 MB/s (tens of MB per log at once) stalled the whole
-// guest for tens of milliseconds every 2 s (docs/performance.md, "Paced writeback").
+// guest's CPU time, a lag's worth of a steady 60 MB/s at once (tens of MB per log with the 2 s
+// lag of the time) stalled the whole guest for tens of milliseconds every lag
+// (docs/performance.md, "Paced writeback").
 const writebackStep = 100 * time.Millisecond
 
 // writebackMarks is the capacity of a log's mark ring: marks younger than the lag, one per
