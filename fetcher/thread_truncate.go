@@ -36,7 +36,6 @@ func (t *fetcherThread) maybeTruncate() bool {
 		t.mu.Unlock()
 		return false
 	}
-	t.mu.Unlock()
 	did := false
 	sent := make(map[TopicPartition]sentState)
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
@@ -48,7 +47,6 @@ func (t *fetcherThread) maybeTruncate() bool {
 		return rt
 	})
 
-	t.mu.Lock()
 	for _, tp := range append([]TopicPartition(nil), t.order...) {
 		s := t.parts[tp]
 		if s == nil || s.phase != phaseTruncating || !s.ready(now) {

@@ -3,6 +3,7 @@ module github.com/isrbroker/isrbroker/tests/kfakecmp
 go 1.26.8
 
 require (
+	github.com/prometheus/procfs v0.22.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
@@ -12,4 +13,5 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )

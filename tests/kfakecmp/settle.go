@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"os"
-	"strconv"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // The latency phase measures acknowledgements at a *steady* 20 MiB/s. Run right after the
@@ -27,14 +26,25 @@ const settleDeadline = 90 * time.Second
 // 100 ms, for at most max. It returns how long it waited and the last figure; where
 // /proc/meminfo cannot be read (not Linux) it returns at once.
 func settle(ctx context.Context, below int64, max time.Duration) (time.Duration, int64, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, 0, nil
+	}
+	return settleOn(ctx, fs, below, max)
+}
+
+func settleOn(ctx context.Context, fs procfs.FS, below int64, max time.Duration) (time.Duration, int64, error) {
 	start := time.Now()
 	deadline := start.Add(max)
 	for {
-		b, err := os.ReadFile("/proc/meminfo")
+		mi, err := fs.Meminfo()
 		if err != nil {
-			return 0, 0, nil
+			if errors.Is(err, os.ErrNotExist) {
+				return 0, 0, nil
+			}
+			return 0, 0, err
 		}
-		pending, err := dirtyBytes(b)
+		pending, err := dirtyBytes(mi)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -49,25 +59,10 @@ func settle(ctx context.Context, below int64, max time.Duration) (time.Duration,
 	}
 }
 
-// dirtyBytes is Dirty + Writeback of a /proc/meminfo text, in bytes.
-func dirtyBytes(meminfo []byte) (int64, error) {
-	var total int64
-	found := 0
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) < 2 || (string(f[0]) != "Dirty:" && string(f[0]) != "Writeback:") {
-			continue
-		}
-		kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/meminfo: %s %q: %w", f[0], f[1], err)
-		}
-		total += kb << 10
-		found++
+// dirtyBytes is Dirty + Writeback of a parsed /proc/meminfo, in bytes.
+func dirtyBytes(mi procfs.Meminfo) (int64, error) {
+	if mi.DirtyBytes == nil || mi.WritebackBytes == nil {
+		return 0, errors.New("/proc/meminfo: Dirty or Writeback missing")
 	}
-	if found != 2 {
-		return 0, fmt.Errorf("/proc/meminfo: Dirty or Writeback missing")
-	}
-	return total, nil
+	return int64(*mi.DirtyBytes + *mi.WritebackBytes), nil
 }

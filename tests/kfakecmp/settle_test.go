@@ -2,20 +2,39 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-func TestDirtyBytesAddsDirtyAndWriteback(t *testing.T) {
-	meminfo := []byte("MemTotal:       24683916 kB\nDirty:            131072 kB\nWriteback:         65536 kB\nWritebackTmp:          7 kB\n")
-	got, err := dirtyBytes(meminfo)
-	if err != nil || got != (131072+65536)<<10 {
-		t.Fatalf("dirtyBytes = %d, %v; want %d", got, err, (131072+65536)<<10)
+// meminfoFS is a procfs.FS over a directory holding text as its meminfo.
+func meminfoFS(t *testing.T, text string) procfs.FS {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "meminfo"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := dirtyBytes([]byte("MemTotal: 1 kB\nDirty: 5 kB\n")); err == nil {
+	fs, err := procfs.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestDirtyBytesAddsDirtyAndWriteback(t *testing.T) {
+	ctx := context.Background()
+	fs := meminfoFS(t, "MemTotal:       24683916 kB\nDirty:            131072 kB\nWriteback:         65536 kB\nWritebackTmp:          7 kB\n")
+	_, got, err := settleOn(ctx, fs, 1<<62, time.Second)
+	if err != nil || got != (131072+65536)<<10 {
+		t.Fatalf("dirty + writeback = %d, %v; want %d", got, err, (131072+65536)<<10)
+	}
+	if _, _, err := settleOn(ctx, meminfoFS(t, "MemTotal: 1 kB\nDirty: 5 kB\n"), 1<<62, time.Second); err == nil {
 		t.Fatal("a meminfo without Writeback was accepted")
 	}
-	if _, err := dirtyBytes([]byte("Dirty: x kB\nWriteback: 0 kB\n")); err == nil {
+	if _, _, err := settleOn(ctx, meminfoFS(t, "Dirty: x kB\nWriteback: 0 kB\n"), 1<<62, time.Second); err == nil {
 		t.Fatal("a malformed Dirty was accepted")
 	}
 }
