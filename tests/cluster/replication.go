@@ -267,31 +267,57 @@ func LogEndOffsetOnDisk(partDir string) (int64, error) {
 	return 0, nil
 }
 
-// CompareReplicaBatches checks that the replicas' logs hold the same batches (offset, leader
-// epoch, CRC, length) for every batch wholly below hw and from the highest first offset any of
-// them holds (retention may have removed older batches on some). It returns a description of
-// the first difference, or "" when they match.
-func CompareReplicaBatches(hw int64, logs map[int32][]SegmentBatch) string {
+// CompareReplicas is checker R: the replicas must report the same log start offset (what
+// ListOffsets earliest answers on each of them: a follower takes the leader's, KIP-107, so a
+// replica that kept or lost older data than its peers is a divergence even when the batches
+// they share agree), and from that offset they must hold the same batches (offset, leader epoch,
+// CRC, length) for every batch wholly below hw. Batches a replica still holds below the log
+// start offset (retention deletes whole segments on each replica on its own) are not compared.
+// It returns a description of the first difference, or "" when they match.
+func CompareReplicas(hw int64, logStarts map[int32]int64, logs map[int32][]SegmentBatch) string {
 	ids := make([]int32, 0, len(logs))
-	from := int64(0)
-	for id, bs := range logs {
+	for id := range logs {
 		ids = append(ids, id)
-		if len(bs) > 0 && bs[0].BaseOffset > from {
-			from = bs[0].BaseOffset
-		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if len(ids) == 0 {
+		return ""
+	}
+	from, ok := logStarts[ids[0]]
+	if !ok {
+		return fmt.Sprintf("broker %d: no log start offset", ids[0])
+	}
+	for _, id := range ids[1:] {
+		ls, ok := logStarts[id]
+		switch {
+		case !ok:
+			return fmt.Sprintf("broker %d: no log start offset", id)
+		case ls != from:
+			return fmt.Sprintf("log start offsets differ: broker %d starts at %d, broker %d at %d", ids[0], from, id, ls)
+		}
+	}
+	for _, id := range ids {
+		if bs := logs[id]; hw > from && (len(bs) == 0 || bs[0].BaseOffset > from) {
+			first := int64(-1)
+			if len(bs) > 0 {
+				first = bs[0].BaseOffset
+			}
+			return fmt.Sprintf("broker %d reports log start offset %d but its first batch on disk is at %d", id, from, first)
+		}
+	}
 	below := func(bs []SegmentBatch) []SegmentBatch {
 		var out []SegmentBatch
 		for _, b := range bs {
-			if b.BaseOffset >= from && b.LastOffset() < hw {
+			// The batch holding the log start offset is kept (DeleteRecords may move the
+			// log start into a batch); the ones wholly below it are not compared.
+			if b.LastOffset() >= from && b.LastOffset() < hw {
 				out = append(out, b)
 			}
 		}
 		return out
 	}
 	ref := below(logs[ids[0]])
-	if n := len(ref); hw > from && (n == 0 || ref[0].BaseOffset != from || ref[n-1].LastOffset() != hw-1) {
+	if n := len(ref); hw > from && (n == 0 || ref[0].BaseOffset > from || ref[n-1].LastOffset() != hw-1) {
 		return fmt.Sprintf("broker %d's batches below HW %d do not cover [%d, %d): %d batches", ids[0], hw, from, hw, n)
 	}
 	for _, id := range ids[1:] {
@@ -308,6 +334,21 @@ func CompareReplicaBatches(hw int64, logs map[int32][]SegmentBatch) string {
 		}
 	}
 	return ""
+}
+
+// LogStartOffsets asks every broker of ids for its own replica's log start offset of topic-p
+// (ListOffsets earliest as Kafka's debugging consumer, replica id -2, which any replica
+// answers, not only the leader).
+func (c *Cluster) LogStartOffsets(ctx context.Context, topic string, p int32, ids []int32) (map[int32]int64, error) {
+	out := make(map[int32]int64, len(ids))
+	for _, id := range ids {
+		off, err := c.ListOffset(ctx, id, topic, p, -2, -2)
+		if err != nil {
+			return nil, fmt.Errorf("broker %d log start offset of %s-%d: %w", id, topic, p, err)
+		}
+		out[id] = off
+	}
+	return out, nil
 }
 
 // ProduceOnce sends one ProduceRequest (acks, timeout) with a single uncompressed, non-idempotent

@@ -39,6 +39,7 @@ func TestEncodeBatchReadsBackThroughKmsg(t *testing.T) {
 }
 
 func TestReadPartitionBatchesAndCompare(t *testing.T) {
+	zeroStarts := map[int32]int64{1: 0, 2: 0}
 	dirA, dirB := t.TempDir(), t.TempDir()
 	v := []byte("value")
 	writeSegment(t, dirA, 0, EncodeBatch(0, 0, 1, v, v), EncodeBatch(2, 0, 1, v))
@@ -58,10 +59,10 @@ func TestReadPartitionBatchesAndCompare(t *testing.T) {
 	if leo, err := LogEndOffsetOnDisk(dirB); err != nil || leo != 4 {
 		t.Errorf("LogEndOffsetOnDisk(B) = %d %v, want 4", leo, err)
 	}
-	if d := CompareReplicaBatches(4, map[int32][]SegmentBatch{1: a, 2: b}); d != "" {
+	if d := CompareReplicas(4, zeroStarts, map[int32][]SegmentBatch{1: a, 2: b}); d != "" {
 		t.Errorf("identical below HW 4, got %q", d)
 	}
-	if d := CompareReplicaBatches(5, map[int32][]SegmentBatch{1: a, 2: b}); !strings.Contains(d, "lacks batch") {
+	if d := CompareReplicas(5, zeroStarts, map[int32][]SegmentBatch{1: a, 2: b}); !strings.Contains(d, "lacks batch") {
 		t.Errorf("B lacks offset 4 below HW 5, got %q", d)
 	}
 	// Same offsets, different leader epoch (a diverged log, KIP-101): a difference.
@@ -71,12 +72,25 @@ func TestReadPartitionBatchesAndCompare(t *testing.T) {
 	if b, err = ReadPartitionBatches(dirB); err != nil || len(b) != 3 {
 		t.Fatalf("dir B rewritten: %v %v", b, err)
 	}
-	if d := CompareReplicaBatches(4, map[int32][]SegmentBatch{1: a, 2: b}); !strings.Contains(d, "differs") {
+	if d := CompareReplicas(4, zeroStarts, map[int32][]SegmentBatch{1: a, 2: b}); !strings.Contains(d, "differs") {
 		t.Errorf("epoch 1 vs 2 at offset 3, got %q", d)
 	}
-	// Retention on one replica: compared from the highest first offset.
-	if d := CompareReplicaBatches(3, map[int32][]SegmentBatch{1: a, 2: a[2:]}); d != "" {
+	// Retention deleted the first segment on one replica only; both report log start 3:
+	// compared from there.
+	if d := CompareReplicas(4, map[int32]int64{1: 3, 2: 3}, map[int32][]SegmentBatch{1: a, 2: a[2:]}); d != "" {
 		t.Errorf("retention-trimmed replica: %q", d)
+	}
+	// Planted violations: the same batches from offset 3, but one replica reports (and
+	// serves) the log from 0 while the other starts at 3; a replica whose reported log start
+	// is below its first batch on disk.
+	if d := CompareReplicas(4, map[int32]int64{1: 0, 2: 3}, map[int32][]SegmentBatch{1: a, 2: a[2:]}); !strings.Contains(d, "log start offsets differ") {
+		t.Errorf("log start 0 vs 3, got %q", d)
+	}
+	if d := CompareReplicas(4, zeroStarts, map[int32][]SegmentBatch{1: a, 2: a[2:]}); !strings.Contains(d, "first batch on disk is at 3") {
+		t.Errorf("log start 0 reported, first batch at 3, got %q", d)
+	}
+	if d := CompareReplicas(4, map[int32]int64{1: 0}, map[int32][]SegmentBatch{1: a, 2: a}); !strings.Contains(d, "no log start offset") {
+		t.Errorf("missing log start, got %q", d)
 	}
 
 	// Overlapping offsets across segments are an error.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +201,7 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 	for _, p := range parts {
 		replicas := assignment[p]
 		var logs map[int32][]cluster.SegmentBatch
+		var starts map[int32]int64
 		var hw int64
 		ok, msg := cluster.Poll(timeout, func() (bool, string) {
 			st, err := c.PartitionState(topic, p)
@@ -241,6 +243,18 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 				}
 				logs[id] = bs
 			}
+			// Every replica's own log start offset: a follower takes the leader's with its
+			// next fetch, so wait for them to agree; CompareReplicas reports a lasting split.
+			ls, err := c.LogStartOffsets(ctx, topic, p, replicas)
+			if err != nil {
+				return false, err.Error()
+			}
+			starts = ls
+			for _, id := range replicas[1:] {
+				if ls[id] != ls[replicas[0]] {
+					return false, fmt.Sprintf("%s-%d: log start offsets %v", topic, p, ls)
+				}
+			}
 			hw = h
 			return true, ""
 		})
@@ -248,7 +262,7 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 			t.Errorf("R: %s-%d replicas did not converge within %v: %s", topic, p, timeout, msg)
 			continue
 		}
-		if diff := cluster.CompareReplicaBatches(hw, logs); diff != "" {
+		if diff := cluster.CompareReplicas(hw, starts, logs); diff != "" {
 			t.Errorf("R: %s-%d replicas differ below HW %d: %s", topic, p, hw, diff)
 			differ++
 			continue
@@ -292,4 +306,65 @@ func fmtDur(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(10 * time.Millisecond).String()
+}
+
+// sequenceViolations is checker S for one idempotent producer: its values carry a rising
+// sequence number ("<prefix>-<seq>", sent in that order to each partition), and Kafka's
+// idempotent producer keeps a partition's batches in the order they were sent (sequence
+// numbers, KIP-98), so within every partition of the final read the producer's sequence
+// numbers must rise with the offsets. A retry appended behind a later batch, or a batch
+// copied twice around another, breaks it even when nothing is lost or duplicated.
+func sequenceViolations(prefix string, final []readRec) []string {
+	type rec struct {
+		off int64
+		seq int
+	}
+	byPart := map[int32][]rec{}
+	for _, r := range final {
+		if !strings.HasPrefix(r.Value, prefix+"-") {
+			continue
+		}
+		seq, err := strconv.Atoi(strings.TrimPrefix(r.Value, prefix+"-"))
+		if err != nil {
+			continue
+		}
+		byPart[r.Partition] = append(byPart[r.Partition], rec{r.Offset, seq})
+	}
+	var bad []string
+	parts := make([]int32, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	for _, p := range parts {
+		rs := byPart[p]
+		sort.Slice(rs, func(i, j int) bool { return rs[i].off < rs[j].off })
+		for i := 1; i < len(rs); i++ {
+			if rs[i].seq <= rs[i-1].seq {
+				bad = append(bad, fmt.Sprintf("S: partition %d: sequence %d at offset %d after sequence %d at offset %d",
+					p, rs[i].seq, rs[i].off, rs[i-1].seq, rs[i-1].off))
+			}
+		}
+	}
+	return bad
+}
+
+// refusedPresent is checker X: a write the broker refused (an error answer for its
+// partition, never a retry) must not appear in the final read. It returns one finding per
+// refused value found, with the offset it was read at.
+func refusedPresent(refused []string, final []readRec) []string {
+	if len(refused) == 0 {
+		return nil
+	}
+	want := make(map[string]bool, len(refused))
+	for _, v := range refused {
+		want[v] = true
+	}
+	var bad []string
+	for _, r := range final {
+		if want[r.Value] {
+			bad = append(bad, fmt.Sprintf("X: refused write %q is in the log at partition %d offset %d", r.Value, r.Partition, r.Offset))
+		}
+	}
+	return bad
 }

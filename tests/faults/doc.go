@@ -17,9 +17,12 @@
 //	D  values read more than once (duplicates; a failure only for idempotent producers)
 //	O  two values seen at one partition offset (counted as divergent)
 //	M  offsets a consumer saw going backwards within a partition
-//	R  replicas' batches below the HW differ (offset, leader epoch, CRC, length; divergent)
+//	R  replicas' log start offsets differ, or their batches below the HW differ (offset,
+//	   leader epoch, CRC, length; divergent)
 //	E  leader_epoch or controller_epoch going back in ZooKeeper
 //	U  not everything readable within 60 s of healing
+//	S  an idempotent producer's sequence numbers not rising with the offsets in a partition
+//	X  a write the broker refused (row 14's malformed batches) present in the final read
 //	G  (row 15, consumer groups) a committed offset going back, a record below the final
 //	   commit never processed, a member starting a partition below a commit acknowledged
 //	   before, final commits not at the end offsets (cluster.GroupJournal)

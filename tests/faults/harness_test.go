@@ -53,6 +53,7 @@ type scenario struct {
 	faultAt, healAt time.Time
 	victim          int32
 	extra           []string
+	refused         []string // values of writes the broker refused (checker X)
 }
 
 // startScenario starts a cluster whose brokers have their own loopback addresses, creates the
@@ -180,6 +181,11 @@ func (s *scenario) finish() result {
 	epochBad := s.watch.finish()
 
 	a := analyse(s.all.prefix, acks, final, during, true)
+	var seqBad []string
+	if s.idempotent {
+		seqBad = sequenceViolations(s.all.prefix, final)
+	}
+	refBad := refusedPresent(s.refused, final)
 	res := result{
 		Scenario: s.name, Acked: a.Acked, Lost: a.Lost, Duplicates: a.Duplicates,
 		Divergent: a.Conflicts + divergentReplicas, NewLeader: -1, Unavailable: longestGap(acks),
@@ -200,6 +206,9 @@ func (s *scenario) finish() result {
 	res.Extra = append(res.Extra, s.extra...)
 	if !s.idempotent {
 		res.Extra = append(res.Extra, "idempotent=false")
+	}
+	if len(seqBad) > 0 || len(refBad) > 0 {
+		res.Extra = append(res.Extra, fmt.Sprintf("out_of_sequence=%d refused_present=%d", len(seqBad), len(refBad)))
 	}
 	if len(backward) > 0 || len(skipped) > 0 {
 		res.Extra = append(res.Extra, fmt.Sprintf("nonmonotonic=%d skipped=%d", len(backward), len(skipped)))
@@ -230,6 +239,12 @@ func (s *scenario) finish() result {
 	}
 	for _, e := range epochBad {
 		t.Errorf("E: %s", e)
+	}
+	if len(seqBad) > 0 {
+		t.Errorf("S: %d records out of their producer's sequence order: %v", len(seqBad), first(seqBad, 5))
+	}
+	if len(refBad) > 0 {
+		t.Errorf("X: %d refused writes are in the log: %v", len(refBad), first(refBad, 5))
 	}
 	return res
 }

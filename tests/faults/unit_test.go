@@ -129,3 +129,35 @@ func TestFirewall_DropsOneLoopbackLinkAndCleansUp(t *testing.T) {
 		t.Errorf("tag %q", firewallTag())
 	}
 }
+
+// Checkers S and X on planted violations.
+func TestChecker_SequenceOrderAndRefusedWrites(t *testing.T) {
+	final := []readRec{
+		{0, 0, "p-all-00000000"}, {0, 1, "p-all-00000003"}, {0, 2, "p-all-00000006"},
+		{1, 0, "p-all-00000001"}, {1, 1, "p-all-00000004"},
+		{1, 2, "other-00000000"}, // another producer's value does not count
+		{2, 5, "p-all-00000002"},
+	}
+	if bad := sequenceViolations("p-all", final); len(bad) != 0 {
+		t.Errorf("rising sequences judged bad: %v", bad)
+	}
+	// A retry of sequence 3 appended after sequence 6 on partition 0 (offsets 1 and 3 hold
+	// the same value: D counts it; S counts the order).
+	planted := append(append([]readRec(nil), final...), readRec{0, 3, "p-all-00000003"})
+	if bad := sequenceViolations("p-all", planted); len(bad) != 1 || !strings.Contains(bad[0], "sequence 3 at offset 3 after sequence 6") {
+		t.Errorf("sequence going back at partition 0 offset 3: %v", bad)
+	}
+	// Read out of offset order: the checker sorts by offset before judging.
+	shuffled := []readRec{{0, 2, "p-all-00000006"}, {0, 0, "p-all-00000000"}, {0, 1, "p-all-00000003"}}
+	if bad := sequenceViolations("p-all", shuffled); len(bad) != 0 {
+		t.Errorf("shuffled but rising judged bad: %v", bad)
+	}
+
+	if bad := refusedPresent([]string{"refused-crc-1", "refused-count-1"}, final); len(bad) != 0 {
+		t.Errorf("no refused value in the log, judged %v", bad)
+	}
+	withRefused := append(append([]readRec(nil), final...), readRec{2, 6, "refused-count-1"})
+	if bad := refusedPresent([]string{"refused-crc-1", "refused-count-1"}, withRefused); len(bad) != 1 || !strings.Contains(bad[0], "partition 2 offset 6") {
+		t.Errorf("refused value at partition 2 offset 6: %v", bad)
+	}
+}

@@ -133,6 +133,7 @@ func waitReplicasIdentical(t *testing.T, c *cluster.Cluster, topic string, assig
 	hws := map[int32]int64{}
 	for p, replicas := range assignment {
 		var logs map[int32][]cluster.SegmentBatch
+		var starts map[int32]int64
 		var hw int64
 		cluster.WaitFor(t, timeout, func() (bool, string) {
 			leader, leo, h, err := leaderLEO(c, topic, p, replicas[len(replicas)-1])
@@ -158,10 +159,24 @@ func waitReplicasIdentical(t *testing.T, c *cluster.Cluster, topic string, assig
 				}
 				logs[id] = bs
 			}
+			// Every replica's own log start offset: a follower takes the leader's with its
+			// next fetch, so wait for them to agree; CompareReplicas reports a lasting split.
+			lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer lcancel()
+			ls, err := c.LogStartOffsets(lctx, topic, p, replicas)
+			if err != nil {
+				return false, err.Error()
+			}
+			starts = ls
+			for _, id := range replicas[1:] {
+				if ls[id] != ls[replicas[0]] {
+					return false, fmt.Sprintf("%s-%d: log start offsets %v", topic, p, ls)
+				}
+			}
 			hw = h
 			return true, ""
 		})
-		if diff := cluster.CompareReplicaBatches(hw, logs); diff != "" {
+		if diff := cluster.CompareReplicas(hw, starts, logs); diff != "" {
 			t.Errorf("%s-%d replicas differ: %s", topic, p, diff)
 		} else {
 			t.Logf("%s-%d: %d batches below HW %d identical on brokers %v", topic, p, len(logs[replicas[0]]), hw, replicas)
