@@ -156,6 +156,11 @@ func decodeBatches(raw []byte) (batches []decodedBatch, skipped []error, err err
 		if err := b.ReadFrom(raw[:size]); err != nil {
 			return batches, skipped, fmt.Errorf("decoding batch: %w", err)
 		}
+		if b.LastOffsetDelta < 0 {
+			// The load goes on at nextOffset: a batch ending before it starts would send the
+			// read back to where it was (FuzzOffsetsLoader found it).
+			return batches, skipped, fmt.Errorf("batch at %d: last offset delta %d", b.FirstOffset, b.LastOffsetDelta)
+		}
 		raw = raw[size:]
 		db := decodedBatch{baseOffset: b.FirstOffset, nextOffset: b.FirstOffset + int64(b.LastOffsetDelta) + 1}
 		if b.Magic != 2 {
