@@ -18,6 +18,8 @@
 #   FAULTS_DOC       file to update (default docs/reliability.md; "-" = print only)
 #   FAULTS_TIMEOUT   go test -timeout (default 40m)
 #   FUZZ_TIME        -fuzztime per fuzz target (default 60s; 0 skips fuzzing)
+#   FAULTS_SEEDS     also run row 13 (the random nemesis) on seeds 1..N (default 0; the
+#                    matrix asks for 10: about 6 min each)
 #   ISRBROKER_FAULTS_DIR  where the producers' acknowledgement logs go (default: a temp dir,
 #                    kept and printed at the end)
 # Exit status: go test's.
@@ -48,6 +50,18 @@ echo "faults: go test -count=1 -timeout $TIMEOUT -run '$RUN' -v ./tests/faults (
 start=$SECONDS
 go test -count=1 -timeout "$TIMEOUT" -run "$RUN" -v ./tests/faults 2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
+# Row 13 again on fixed seeds 1..FAULTS_SEEDS (each replayable with ISRBROKER_FAULTS_SEED), when
+# the run includes it: the random nemesis on more schedules than the one of the main run.
+SEEDS=${FAULTS_SEEDS:-0}
+if ((SEEDS > 0)) && [[ "TestFault13_RandomMix" =~ $RUN ]]; then
+	for seed in $(seq 1 "$SEEDS"); do
+		echo "faults: TestFault13_RandomMix on seed $seed of $SEEDS"
+		ISRBROKER_FAULTS_SEED=$seed go test -count=1 -timeout "$TIMEOUT" -run '^TestFault13_RandomMix$' -v ./tests/faults 2>&1 |
+			sed "s/^--- \(PASS\|FAIL\|SKIP\): TestFault13_RandomMix/--- \1: TestFault13_RandomMix_seed$seed/; s/^=== RUN   TestFault13_RandomMix\$/=== RUN   TestFault13_RandomMix_seed$seed/" | tee -a "$LOG"
+		sstatus=${PIPESTATUS[0]}
+		((sstatus == 0)) || status=$sstatus
+	done
+fi
 took=$((SECONDS - start))
 PARAMS=$(sed -n 's/^faults-parameters: //p' "$LOG" | head -1)
 

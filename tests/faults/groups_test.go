@@ -33,9 +33,9 @@ type groupMember struct {
 	done   chan struct{}
 }
 
-func startGroupMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal, name, group, topic string) *groupMember {
+func startGroupMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal, name, group, topic string, extra ...kgo.Opt) *groupMember {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.BootstrapAddrs()...), kgo.ClientID(name),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -61,7 +61,8 @@ func startGroupMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal,
 				}
 			}
 		}),
-	)
+	}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -189,4 +190,123 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	s.extra = append(s.extra, "coordinator_moved="+fmtDur(moved), "commits_resumed="+fmtDur(resumed),
 		fmt.Sprintf("group_commits=%d group_reread=%d group_violations=%d", g.CommitsSeen, g.Repeated, len(g.Violations)))
 	s.finish()
+}
+
+// rollingRestarts is row 17's number of rolling restarts (docs/reliability.md, fault matrix: ×5).
+const rollingRestarts = 5
+
+// Row 17, rolling restart ×5: SIGTERM brokers 1, 2, 3 in turn (each a controlled shutdown,
+// restarted and back in every ISR before the next), five times over, while two static members
+// (KIP-345, group.instance.id) consume the acks=all workload and commit every 200 ms. A
+// coordinator that moves hands the group over from __consumer_offsets: the members keep their
+// member ids and generation (no rebalance beyond the static members' own joins at the start),
+// committed offsets never go back (G), and L, D, O, M, R, E, U hold as in every row.
+func TestFault17_RollingRestart(t *testing.T) {
+	fullMatrix(t)
+	s := startScenario(t, "17-rolling-restart", groupOverrides)
+	processKeepOutputs(s)
+	group := "faults-17-group"
+	j := cluster.NewGroupJournal()
+	wctx, wcancel := context.WithCancel(context.Background())
+	watched := j.WatchCommits(wctx, s.c, group, s.topic, 100*time.Millisecond)
+	defer func() { wcancel(); <-watched }()
+	m1 := startGroupMember(t, s.c, j, "m1", group, s.topic, kgo.InstanceID("faults-17-m1"))
+	m2 := startGroupMember(t, s.c, j, "m2", group, s.topic, kgo.InstanceID("faults-17-m2"))
+	s.c.WaitGroupStable(group, s.topic, topicPartitions, 2, waitLong)
+	s.all.waitAcks(t, -1, 1500, time.Minute, "before the first restart")
+	type memberGen struct {
+		id  string
+		gen int32
+	}
+	gens := func() map[string]memberGen {
+		out := map[string]memberGen{}
+		for name, m := range map[string]*groupMember{"m1": m1, "m2": m2} {
+			id, gen := m.cl.GroupMetadata()
+			out[name] = memberGen{id, gen}
+		}
+		return out
+	}
+	var before map[string]memberGen
+	cluster.WaitFor(t, waitLong, func() (bool, string) {
+		before = gens()
+		return before["m1"].gen > 0 && before["m1"].gen == before["m2"].gen, fmt.Sprintf("members' generations %v", before)
+	})
+	t.Logf("static members before the restarts: %v", before)
+
+	bounces := 0
+	for round := 1; round <= rollingRestarts; round++ {
+		for _, id := range s.c.IDs() {
+			bounces++
+			s.fault(id, fmt.Sprintf("rolling restart %d/%d: SIGTERM broker %d", round, rollingRestarts, id))
+			if code := s.c.Terminate(id); code != 0 {
+				t.Errorf("broker %d exited with code %d after SIGTERM:\n%s", id, code, s.c.Tail(id, 30))
+			}
+			s.c.StartBroker(id)
+			s.c.WaitRegistered(id)
+			s.waitFullISR(waitLong)
+			s.waitOffsetsISR(waitLong)
+			since := time.Now()
+			cluster.WaitFor(t, waitLong, func() (bool, string) {
+				n, _ := j.MemberCommitsSince(since)
+				return n >= 4, fmt.Sprintf("%d commits acknowledged since broker %d came back", n, id)
+			})
+		}
+	}
+	after := gens()
+	t.Logf("static members after %d restarts: %v", bounces, after)
+	for name, g := range before {
+		if a := after[name]; a != g {
+			t.Errorf("G: member %s was %+v before the rolling restarts, %+v after: a rebalance beyond the static members' own", name, g, a)
+		}
+	}
+	s.heal(fmt.Sprintf("%d rolling restarts done", rollingRestarts))
+
+	s.all.finish(t)
+	recs, err := readAll(s.c, s.topic, topicPartitions, time.Now().Add(readableWithin))
+	if err != nil {
+		t.Fatalf("U: %v", err)
+	}
+	log := cluster.NewProducedLog()
+	for _, r := range recs {
+		log.Add(r.Partition, r.Offset, r.Value)
+	}
+	ends := log.Ends(topicPartitions)
+	s.c.WaitCommitted(group, s.topic, ends, waitLong)
+	m1.stop()
+	m2.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	final, err := s.c.CommittedOffsets(ctx, group, s.topic)
+	if err != nil {
+		t.Fatalf("G: final OffsetFetch: %v", err)
+	}
+	g := j.Check(log.Values(), final)
+	for _, v := range g.Violations {
+		t.Errorf("G: %s", v)
+	}
+	s.extra = append(s.extra, fmt.Sprintf("bounces=%d generation=%d->%d group_commits=%d group_reread=%d group_violations=%d",
+		bounces, before["m1"].gen, after["m1"].gen, g.CommitsSeen, g.Repeated, len(g.Violations)))
+	s.finish()
+}
+
+// waitOffsetsISR waits until every __consumer_offsets partition has a leader and its whole
+// replica set in the ISR, so the next restart never takes the last in-sync copy of a group.
+func (s *scenario) waitOffsetsISR(timeout time.Duration) {
+	s.t.Helper()
+	assign, err := s.c.TopicAssignment(cluster.OffsetsTopic)
+	if err != nil {
+		s.t.Fatalf("%s: %v", cluster.OffsetsTopic, err)
+	}
+	cluster.WaitFor(s.t, timeout, func() (bool, string) {
+		for p, replicas := range assign {
+			st, err := s.c.PartitionState(cluster.OffsetsTopic, p)
+			if err != nil {
+				return false, err.Error()
+			}
+			if st.Leader < 0 || !cluster.SameMembers(st.ISR, replicas) {
+				return false, fmt.Sprintf("%s-%d: leader %d ISR %v, replicas %v", cluster.OffsetsTopic, p, st.Leader, st.ISR, replicas)
+			}
+		}
+		return true, ""
+	})
 }
