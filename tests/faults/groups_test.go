@@ -39,8 +39,8 @@ func startGroupMember(t *testing.T, c *cluster.Cluster, j *cluster.GroupJournal,
 		kgo.SeedBrokers(c.BootstrapAddrs()...), kgo.ClientID(name),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(groupSession), kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.AutoCommitInterval(200*time.Millisecond), kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.SessionTimeout(groupSession), kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.AutoCommitInterval(200 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.AutoCommitCallback(func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				return
