@@ -131,3 +131,14 @@ func absDir(d string) string {
 	}
 	return d
 }
+
+// MarkLogDirOffline takes the configured dir offline after cause, an I/O error on it met
+// outside this package (Kafka's maybeAddOfflineLogDir; also the tests' way to fail a dir).
+// An unknown dir is ignored.
+func (m *Manager) MarkLogDirOffline(dir string, cause error) {
+	for _, d := range m.dirs {
+		if d == dir || absDir(d) == absDir(dir) {
+			m.health[d].failed(cause)
+		}
+	}
+}
