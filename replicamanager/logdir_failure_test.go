@@ -138,7 +138,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 		Partitions: []PartitionState{
 			{TopicPartition: t0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}},
 			{TopicPartition: t1, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1}},
-			{TopicPartition: x0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1}},               // its log may have been in d0
+			{TopicPartition: x0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1}},              // its log may have been in d0
 			{TopicPartition: y0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, Replicas: []int32{1}, IsNew: true}, // new: created in d1
 		},
 		LiveLeaders: map[int32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2"}})
