@@ -2,7 +2,6 @@ package replicamanager
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/sirupsen/logrus"
@@ -70,8 +69,11 @@ func (rm *ReplicaManager) handleLogDirFailure(dir string) {
 		rm.purgatory.checkAndComplete(tp) // parked produces answer KAFKA_STORAGE_ERROR
 	}
 	rm.notifyLeadership(nil, offline)
-	log.WithField("partitions", len(parts)).WithField("first", firstTP(offline)).
-		Warn("stopped fetchers and marked offline the partitions of the offline log dir")
+	l := log.WithField("partitions", len(parts))
+	if len(offline) > 0 {
+		l = l.WithField("topic", offline[0].Topic).WithField("partition", offline[0].Partition)
+	}
+	l.Warn("stopped fetchers and marked offline the partitions of the offline log dir (topic and partition: the first)")
 	if rm.logDirNotifier != nil {
 		if err := rm.logDirNotifier.PropagateLogDirEvent(); err != nil {
 			log.WithError(err).Error("telling the controller about the offline log dir failed")
@@ -84,13 +86,6 @@ func (rm *ReplicaManager) handleLogDirFailure(dir string) {
 			(*f)(dirs)
 		}
 	}
-}
-
-func firstTP(tps []TopicPartition) string {
-	if len(tps) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s-%d", tps[0].Topic, tps[0].Partition)
 }
 
 // markOffline makes the partition offline (Kafka's HostedPartition.Offline): no longer leader

@@ -112,7 +112,7 @@ func (ct *Controller) processLogDirEvent() error {
 // Online → Online) to find out which are still online; the offline ones answer
 // KAFKA_STORAGE_ERROR (processLeaderAndIsrResponse).
 func (ct *Controller) onBrokerLogDirFailure(brokers []int32) error {
-	ct.log.WithField("brokers", brokers).Info("handling log dir failure: querying the brokers' replicas with LeaderAndIsr")
+	ct.log.WithField("targetBroker", brokers).Info("handling log dir failure: querying the brokers' replicas with LeaderAndIsr")
 	var replicas []partitionReplica
 	for _, tp := range ct.ctx.sortedStates() {
 		for _, r := range ct.ctx.replicas(tp) {
@@ -178,7 +178,7 @@ func (ct *Controller) processLeaderAndIsrResponse(a *lairAnswer) error {
 	if len(newly) == 0 {
 		return nil
 	}
-	ct.stateChangeLog().WithField("broker", a.broker).WithField("replicas", len(newly)).
+	ct.stateChangeLog().WithField("replica", a.broker).WithField("offlineReplicas", len(newly)).
 		WithField("topic", newly[0].tp.Topic).WithField("partition", newly[0].tp.Partition).
 		Warn("replicas in an offline log dir: moving their leaderships (topic and partition: the first)")
 	return ct.onReplicasBecomeOffline(newly)
