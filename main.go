@@ -176,7 +176,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	var serveErr error
+	var serveErr, dirsErr error
 	select {
 	case <-ctx.Done():
 		// A second signal while stopping kills the process the default way.
@@ -192,10 +192,20 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 		}
 	case serveErr = <-b.serveErr:
 		log.WithError(serveErr).Error("wire server stopped; shutting down")
+	case dirs := <-b.dirsFailed:
+		// Kafka halts here (LogManager: "Shutdown broker because all log dirs in ... have
+		// failed"; docs/kafka-facts.md §12). isrbroker stops without a controlled shutdown: no
+		// log is written again, the offline dirs get no clean shutdown marker (their logs are
+		// recovered at the next start), and closing the ZooKeeper session moves the leaderships.
+		dirsErr = fmt.Errorf("all log dirs in %s have failed", strings.Join(dirs, ", "))
+		log.WithField("logDirs", dirs).Error("shutdown broker because all log dirs have failed")
 	}
 	b.shutdown()
 	if serveErr != nil {
 		return fmt.Errorf("wire server: %w", serveErr)
+	}
+	if dirsErr != nil {
+		return dirsErr
 	}
 	log.Info("shut down cleanly")
 	return nil
@@ -245,8 +255,11 @@ type runningBroker struct {
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
 	serveErr chan error
-	metrics  net.Addr // bound metrics address, nil when disabled
-	page     *replview.Deferred
+	// dirsFailed receives the log dirs once none is online (the replica manager's
+	// SetAllLogDirsOffline): the broker shuts down.
+	dirsFailed chan []string
+	metrics    net.Addr // bound metrics address, nil when disabled
+	page       *replview.Deferred
 }
 
 // startBroker constructs and starts everything. On error whatever was started is stopped
@@ -254,7 +267,7 @@ type runningBroker struct {
 func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ *runningBroker, err error) {
 	reg := metrics.NewRegistry()
 	bgCtx, bgCancel := context.WithCancel(context.Background())
-	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1), page: &replview.Deferred{}}
+	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1), dirsFailed: make(chan []string, 1), page: &replview.Deferred{}}
 	events := replevents.New(cfg.BrokerID, 0) // the replication page's event journal
 	defer func() {
 		if err != nil {
@@ -341,6 +354,12 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Log:                             log.WithField("component", componentReplicaManager),
 	}, b.logs, b.zk)
 	rmgrRef.Store(b.rmgr)
+	b.rmgr.SetAllLogDirsOffline(func(dirs []string) {
+		select {
+		case b.dirsFailed <- dirs:
+		default:
+		}
+	})
 	startReplicationPage(cfg, b, events, log)
 
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))

@@ -19,10 +19,11 @@ import (
 //     hosted partition (0 for a leader and for an in-sync or lagging follower alike, as Kafka's
 //     getLogEndOffsetLag for a current log), -1 for a log not hosted (yet); is_future = false.
 //   - Dirs with no requested logs are listed with no topics and error 0.
+//   - A dir that went offline after an I/O error is listed with KAFKA_STORAGE_ERROR and no
+//     topics (KIP-112; docs/kafka-facts.md §12).
 //
-// Deviations: no future logs (isrbroker never moves replicas between log dirs) and no
-// KAFKA_STORAGE_ERROR (a log dir that fails at startup stops the broker; no dir goes
-// offline while it runs). No authorization (no ACLs).
+// Deviations: no future logs (isrbroker never moves replicas between log dirs). No
+// authorization (no ACLs).
 
 func init() { regKey(kmsg.DescribeLogDirs, 0, 2, handleDescribeLogDirs) }
 

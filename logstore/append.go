@@ -117,6 +117,9 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	if last-first > math.MaxInt32 {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: offsets %d..%d do not fit one segment", ErrInvalidRecord, first, last)
 	}
+	if err := l.health.check(); err != nil {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
+	}
 	cfg := l.cfg
 	now := l.now()
 	seg := l.segs.active()
@@ -135,11 +138,11 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	if seg.size == 0 {
 		seg.created = now
 	}
-	if n, err := l.directWrites.writeAt(seg.f, records, seg.size); err != nil {
-		if n > 0 {
-			seg.f.Truncate(seg.size) // best effort: never publish a partial write
-		}
-		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("logstore: append to %s: %w", seg.logPath(), err)
+	if _, err := l.directWrites.writeAt(seg.f, records, seg.size); err != nil {
+		// The dir goes offline and the file is not touched again: a partial write stays
+		// unpublished here and is truncated as a torn tail by the recovery after a restart
+		// (logdir_failure.go).
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, l.health.failed(fmt.Errorf("logstore: append to %s: %w", seg.logPath(), err))
 	}
 	var epochsChanged, epochsRemoved bool
 	var epochsFrom int64 // the base offset of the first batch that changed the epoch cache
@@ -182,7 +185,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 		// fetch path. An older epoch's batch that replaced later entries: written now, as
 		// Kafka does (recovery re-enters only rising epochs, so it would not redo the removal).
 		if err := l.epochs.persistChange(epochs, epochsFrom, epochsRemoved); err != nil {
-			l.log.WithError(err).Error("writing leader-epoch-checkpoint")
+			return info, l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint: %w", err))
 		}
 	}
 	if err := l.flusher.appended(int64(info.NumRecords), last+1, now, cfg); err != nil {
@@ -197,7 +200,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	s, err := createSegment(l.dir, base, now)
 	if err != nil {
-		return nil, err
+		return nil, l.health.failed(fmt.Errorf("logstore: rolling %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	old := l.segs.active()

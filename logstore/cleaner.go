@@ -243,7 +243,7 @@ func (c *cleaner) grabFilthiestLog() (logToClean, bool) {
 	found := false
 	dirtiest := 0.0
 	for _, l := range logs {
-		if c.inProgress[l] || c.uncleanable[l] {
+		if c.inProgress[l] || c.uncleanable[l] || l.Offline() {
 			continue
 		}
 		ltc, ok := cleanableOffsets(l, now)

@@ -12,7 +12,8 @@ func (l *Log) Size() int64 {
 
 // LogsByDir returns every configured log dir, by absolute path (Kafka names a log dir by
 // its absolute path in DescribeLogDirs), with the logs it holds; a dir without logs maps to
-// an empty map. isrbroker has no offline log dirs: a dir that fails at Open fails the broker.
+// an empty map. An offline dir (logdir_failure.go) is listed with the logs it held; OfflineLogDirs
+// names it. A dir that fails at Open fails the broker.
 func (m *Manager) LogsByDir() map[string]map[TopicPartition]*Log {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

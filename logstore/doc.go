@@ -12,7 +12,9 @@
 // resident data issued without the scheduler's system-call hooks (directio.go), where the last
 // batches of the active segment start, so a fetch at the tail reads no header (recent.go), recovery
 // after an unclean shutdown (batches past the
-// recovery point are re-validated and a torn or corrupt tail is truncated), and the leader
+// recovery point are re-validated and a torn or corrupt tail is truncated), offline log dirs (an
+// I/O error takes the dir offline: none of its logs is written, fsynced or read again until a
+// restart, and the dir is reported on LogDirFailures; logdir_failure.go), and the leader
 // epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication
 // state beyond the numbers the replica manager hands it.
 //

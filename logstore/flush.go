@@ -50,7 +50,7 @@ func (f *logFlusher) flushAsync(base int64) {
 		// (writebackQueue.fsyncs). Fsyncs on the append path (log.flush.interval.messages)
 		// do not pause it, so that an append never waits for a writeback start.
 		defer f.l.writeback.pauseForFsync()()
-		if err := f.flushTo(base); err != nil && !errors.Is(err, ErrClosed) {
+		if err := f.flushTo(base); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLogDirOffline) {
 			f.l.log.WithError(err).Warn("flushing rolled segment")
 		}
 	}()
@@ -67,6 +67,10 @@ func (f *logFlusher) flushTo(offset int64) error {
 		l.mu.RUnlock()
 		return ErrClosed
 	}
+	if err := l.health.check(); err != nil {
+		l.mu.RUnlock()
+		return err // never fsync again after a failed fsync (logdir_failure.go)
+	}
 	if offset > l.leo {
 		offset = l.leo
 	}
@@ -78,19 +82,19 @@ func (f *logFlusher) flushTo(offset int64) error {
 	l.mu.RUnlock()
 	for _, j := range jobs {
 		if j.size != j.s.flushedSize {
-			if err := j.s.f.Sync(); err != nil {
-				return fmt.Errorf("logstore: fsync %s: %w", j.s.logPath(), err)
+			if err := l.health.sync(j.s.f); err != nil {
+				return l.health.failed(fmt.Errorf("logstore: fsync %s: %w", j.s.logPath(), err))
 			}
 			j.s.flushedSize = j.size
 		}
 		if err := j.s.persistIndexes(j.idx, j.tidx, true); err != nil {
-			return fmt.Errorf("logstore: writing indexes of %s: %w", j.s.logPath(), err)
+			return l.health.failed(fmt.Errorf("logstore: writing indexes of %s: %w", j.s.logPath(), err))
 		}
 	}
 	// The leader epochs of the batches about to fall below the recovery point must survive a
 	// crash: recovery will not re-read those batches.
 	if err := l.epochs.syncBefore(offset); err != nil {
-		return fmt.Errorf("logstore: fsync %s: %w", l.dir, err)
+		return l.health.failed(fmt.Errorf("logstore: fsync %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	if offset > l.recoveryPoint {
@@ -105,6 +109,9 @@ func (f *logFlusher) flushAll() error {
 	l := f.l
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if err := l.health.check(); err != nil {
+		return err
+	}
 	l.mu.RLock()
 	segs := append([]*segment(nil), l.segs...)
 	leo := l.leo
@@ -112,7 +119,7 @@ func (f *logFlusher) flushAll() error {
 	var first error
 	for _, s := range segs {
 		if s.size != s.flushedSize {
-			if err := s.f.Sync(); err != nil && first == nil {
+			if err := l.health.sync(s.f); err != nil && first == nil {
 				first = err
 			}
 			s.flushedSize = s.size
@@ -124,12 +131,13 @@ func (f *logFlusher) flushAll() error {
 	if err := l.epochs.syncBefore(leo); err != nil && first == nil { // as in flushTo
 		first = err
 	}
-	if first == nil {
-		l.mu.Lock()
-		l.recoveryPoint = leo
-		l.mu.Unlock()
+	if first != nil {
+		return l.health.failed(first)
 	}
-	return first
+	l.mu.Lock()
+	l.recoveryPoint = leo
+	l.mu.Unlock()
+	return nil
 }
 
 // maybeTimeFlush fsyncs when log.flush.interval.ms has passed since the last flush.

@@ -72,6 +72,9 @@ type Log struct {
 	// directWrites is the Manager's gate for appends issued directly (directio.go); nil:
 	// every append goes through os.File.
 	directWrites *directWriteGate
+	// health is the log dir's online state (logdir_failure.go), set by the Manager before the
+	// log is published; nil for a standalone log.
+	health *dirHealth
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -198,6 +201,9 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 	if l.closed {
 		return nil, ErrClosed
 	}
+	if err := l.health.check(); err != nil {
+		return nil, err
+	}
 	if startOffset < l.logStart || startOffset > l.leo {
 		return nil, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
 	}
@@ -218,7 +224,7 @@ func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBat
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
+	if l.closed || l.health.check() != nil {
 		return -1, -1, false
 	}
 	return l.segs.offsetForTimestamp(ts, l.logStart)
@@ -247,6 +253,15 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.flusher.wg.Wait()
+	if l.health.check() != nil {
+		// Offline dir: nothing is written or fsynced again (logdir_failure.go).
+		l.mu.Lock()
+		l.closed = true
+		l.cleaning.gen++
+		l.segs.closeFiles()
+		l.mu.Unlock()
+		return nil
+	}
 	l.mu.Lock()
 	active := l.segs.active()
 	active.ix.maybeAppendTime(active.base)

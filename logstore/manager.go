@@ -55,6 +55,11 @@ type Manager struct {
 	writeback *writebackQueue // smooth writeback of active segments (writeback.go)
 	// directWrites decides when appends are issued directly (directio.go).
 	directWrites *directWriteGate
+
+	// health is each configured dir's online state and failures the failure channel
+	// (logdir_failure.go); both are set at Open and never replaced.
+	health   map[string]*dirHealth
+	failures chan string
 }
 
 // Open opens (creating if needed) the log dirs, checks or writes meta.properties, loads every
@@ -91,6 +96,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		writeback: newWritebackQueue(),
 	}
 	m.directWrites = newDirectWriteGate(m.log, nil)
+	m.newDirHealth()
 	for _, dir := range m.dirs {
 		m.dirSync[dir] = newDirSyncer(dir)
 	}
@@ -205,6 +211,7 @@ func (m *Manager) loadDir(dir string) error {
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
 		}
+		l.health = m.health[dir]
 		m.logs[tp] = l
 		m.dirOf[tp] = dir
 		m.dirLogs[dir]++
@@ -345,12 +352,16 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			waits, waitOn = append(waits, i), append(waitOn, wait)
 			continue
 		}
-		// The dir with the fewest logs (Kafka's nextLogDirs).
-		dir := m.dirs[0]
-		for _, d := range m.dirs[1:] {
-			if m.dirLogs[d] < m.dirLogs[dir] {
+		// The online dir with the fewest logs (Kafka's nextLogDirs over the live log dirs).
+		dir := ""
+		for _, d := range m.dirs {
+			if m.dirOnline(d) && (dir == "" || m.dirLogs[d] < m.dirLogs[dir]) {
 				dir = d
 			}
+		}
+		if dir == "" {
+			errs[i] = fmt.Errorf("%w: no online log dir to create %s-%d in", ErrLogDirOffline, tp.Topic, tp.Partition)
+			continue
 		}
 		done := make(chan struct{})
 		m.creating[tp] = done
@@ -376,8 +387,15 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 	_ = g.Wait() // each worker's error is in errs
 	synced := map[string]error{}
 	for _, c := range mine {
+		if errs[c.i] != nil && !errors.Is(errs[c.i], ErrLogDirOffline) {
+			errs[c.i] = m.health[c.dir].failed(errs[c.i]) // creating its files failed
+		}
 		if _, ok := synced[c.dir]; !ok && errs[c.i] == nil {
-			synced[c.dir] = m.dirSync[c.dir].sync()
+			if err := m.dirSync[c.dir].sync(); err != nil {
+				synced[c.dir] = m.health[c.dir].failed(err)
+			} else {
+				synced[c.dir] = m.health[c.dir].check()
+			}
 		}
 	}
 
@@ -401,6 +419,7 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			m.dirLogs[c.dir]--
 			continue
 		}
+		l.health = m.health[c.dir]
 		m.logs[tp] = l
 		m.dirOf[tp] = c.dir
 		m.registerLogMetricsLocked(tp, l)
@@ -548,6 +567,9 @@ func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]
 	defer m.writeback.pauseForFsync()()
 	var g errgroup.Group
 	for dir, entries := range perDir {
+		if !m.dirOnline(dir) {
+			continue // nothing is written to an offline dir (logdir_failure.go)
+		}
 		g.Go(func() error {
 			path := filepath.Join(dir, file)
 			data := formatOffsetCheckpoint(entries)
@@ -573,6 +595,9 @@ func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]
 			m.writtenMu.Unlock()
 			if err != nil {
 				m.log.WithError(err).WithField("logDir", dir).Errorf("writing %s", file)
+				if h := m.health[dir]; h != nil {
+					err = h.failed(err)
+				}
 			}
 			return err
 		})
@@ -646,6 +671,9 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 		case <-flushC:
 			now := m.now()
 			for _, l := range m.All() {
+				if l.Offline() {
+					continue
+				}
 				if err := l.flusher.maybeTimeFlush(now); err != nil && !errors.Is(err, ErrClosed) {
 					l.log.WithError(err).Warn("time-based flush")
 				}
@@ -660,7 +688,7 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 func (m *Manager) runRetention() {
 	now := m.now()
 	for _, l := range m.All() {
-		if !l.status().configured {
+		if !l.status().configured || l.Offline() {
 			continue
 		}
 		if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrClosed) {
@@ -714,6 +742,10 @@ func (m *Manager) Close() error {
 	// checkpoints' own. A crash before that fsync leaves no marker: recovery runs, as after any
 	// crash.
 	for _, dir := range m.dirs {
+		if !m.dirOnline(dir) {
+			// No marker: the next start recovers this dir's logs (a torn tail is truncated).
+			continue
+		}
 		err := os.WriteFile(filepath.Join(dir, cleanShutdownFile), nil, 0o644)
 		if err == nil {
 			err = m.syncDir(dir)

@@ -20,6 +20,9 @@ func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, mi
 	if l.closed {
 		return kproto.FileRecords{}, ErrClosed
 	}
+	if err := l.health.check(); err != nil {
+		return kproto.FileRecords{}, err
+	}
 	if startOffset < l.logStart || startOffset > l.leo {
 		return kproto.FileRecords{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
 	}

@@ -43,6 +43,10 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	if err := l.health.check(); err != nil { // offline dir: no truncation (logdir_failure.go)
+		l.mu.Unlock()
+		return err
+	}
 	if offset >= l.leo {
 		changed := l.epochs.truncateFromEnd(l.leo)
 		epochs := l.epochs.snapshot()
@@ -106,6 +110,9 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.health.check(); err != nil { // offline dir: no truncation (logdir_failure.go)
+		return err
+	}
 	if l.closed {
 		return ErrClosed
 	}

@@ -76,10 +76,19 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		res.ErrorCode = code
 		return res
 	}
-	// The missing partitions' logs are created first, in parallel (createPartitions).
+	// The missing partitions' logs are created first, in parallel (createPartitions). With a
+	// log dir offline, a partition that is not new (is_new false) and has no log here may have
+	// had it in the offline dir: it is not created elsewhere, it answers KAFKA_STORAGE_ERROR
+	// (Kafka's getOrCreateLog; docs/kafka-facts.md §12).
 	var mine []TopicPartition
+	mayBeOffline := map[TopicPartition]bool{}
+	dirsOffline := len(c.rm.logs.OfflineLogDirs()) > 0
 	for _, st := range req.Partitions {
 		if slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+			if dirsOffline && !st.IsNew && c.rm.getPartition(st.TopicPartition) == nil && c.rm.logs.Get(st.TopicPartition) == nil {
+				mayBeOffline[st.TopicPartition] = true
+				continue
+			}
 			mine = append(mine, st.TopicPartition)
 		}
 	}
@@ -93,7 +102,15 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
+		if mayBeOffline[st.TopicPartition] {
+			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
+			continue
+		}
 		p := c.rm.getPartition(st.TopicPartition)
+		if p != nil && p.isOffline() {
+			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code // its log dir is offline
+			continue
+		}
 		if err := createErrs[st.TopicPartition]; err != nil || p == nil {
 			log.WithFields(logrus.Fields{"topic": st.Topic, "partition": st.Partition}).WithError(err).Error("creating log")
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
@@ -233,6 +250,10 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	for _, tp := range req.Partitions {
 		res.Partitions[tp] = 0
 		if !req.DeletePartitions {
+			continue
+		}
+		if p := c.rm.getPartition(tp); p != nil && p.isOffline() {
+			res.Partitions[tp] = kerr.KafkaStorageError.Code // nothing is written to an offline dir
 			continue
 		}
 		c.rm.mu.Lock()

@@ -42,6 +42,12 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			continue
 		}
 		p.mu.RLock()
+		if p.offline {
+			p.mu.RUnlock()
+			r.ErrorCode = storageErrorCode
+			errored = true
+			continue
+		}
 		if !p.isLeaderLocked() {
 			p.mu.RUnlock()
 			r.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -192,6 +198,9 @@ func (lr *leaderReads) leaderPartition(tp TopicPartition, currentLeaderEpoch int
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.offline {
+		return nil, partitionView{}, storageErrorCode
+	}
 	if !p.isLeaderLocked() {
 		return nil, partitionView{}, kerr.NotLeaderForPartition.Code
 	}

@@ -1,10 +1,15 @@
 package replicamanager
 
-import "github.com/isrbroker/isrbroker/logstore"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore"
+)
 
 // LogDirInfo is one log dir of this broker as DescribeLogDirs reports it (Kafka's
-// ReplicaManager.describeLogDirs): the dir's absolute path, its error code (always 0: a log
-// dir that fails at startup fails the broker, so no dir is ever offline) and its replicas.
+// ReplicaManager.describeLogDirs): the dir's absolute path, its error code (KAFKA_STORAGE_ERROR,
+// with no replicas, for a dir that went offline after an I/O error: logdir_failure.go) and its
+// replicas.
 type LogDirInfo struct {
 	Dir       string
 	ErrorCode int16
@@ -26,9 +31,18 @@ type ReplicaInfo struct {
 // (want == nil: every log).
 func (rm *ReplicaManager) DescribeLogDirs(want func(TopicPartition) bool) []LogDirInfo {
 	byDir := rm.logs.LogsByDir()
+	offline := map[string]bool{}
+	for _, d := range rm.logs.OfflineLogDirs() {
+		offline[d] = true
+	}
 	out := make([]LogDirInfo, 0, len(byDir))
 	for dir, logs := range byDir {
 		info := LogDirInfo{Dir: dir, Replicas: map[TopicPartition]ReplicaInfo{}}
+		if offline[dir] {
+			info.ErrorCode = kerr.KafkaStorageError.Code
+			out = append(out, info)
+			continue
+		}
 		for tp, l := range logs {
 			if want != nil && !want(tp) {
 				continue

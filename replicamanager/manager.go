@@ -98,6 +98,10 @@ type ReplicaManager struct {
 	// aliveBroker tells whether a broker is live (the low watermark of DeleteRecords counts
 	// only followers on live brokers, delete_records.go); set by main.
 	aliveBroker atomic.Pointer[func(int32) bool]
+	// logDirNotifier tells the controller about an offline log dir and allDirsOffline shuts
+	// the broker down when none is left (logdir_failure.go).
+	logDirNotifier LogDirFailureNotifier
+	allDirsOffline atomic.Pointer[func(dirs []string)]
 
 	mu         sync.RWMutex // guards partitions and controllerRequests.controllerEpoch
 	partitions map[TopicPartition]*Partition
@@ -131,6 +135,9 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	if coord != nil {
 		rm.isr = coord
 		rm.topics = coord
+	}
+	if n, ok := coord.(LogDirFailureNotifier); ok {
+		rm.logDirNotifier = n
 	}
 	rm.controllerRequests.rm = rm
 	rm.leaderReads.rm = rm

@@ -42,6 +42,9 @@ type Partition struct {
 	// other ISR change is written until the partition state was re-read (reconcileIsr); the
 	// core keeps the written ISR as pending, so the HW counts its members.
 	isrOutcomeUnknown bool
+	// offline: the log's dir is offline (logdir_failure.go); the partition serves nothing and
+	// answers KAFKA_STORAGE_ERROR until the broker restarts.
+	offline bool
 
 	hwMu sync.Mutex // leaf lock: guards hw
 	hw   int64      // high watermark (S7)
@@ -174,6 +177,9 @@ func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int16) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.offline {
+		return logstore.AppendInfo{}, storageErrorCode
+	}
 	if !p.isLeaderLocked() || p.leader == nil {
 		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
 	}
@@ -203,6 +209,8 @@ func logErrorCode(err error) int16 {
 		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, logstore.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, logstore.ErrLogDirOffline):
+		return kerr.KafkaStorageError.Code
 	default:
 		return kerr.KafkaStorageError.Code
 	}
@@ -377,6 +385,9 @@ func (p *Partition) reconcileIsr() bool {
 func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, int16) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.offline {
+		return true, storageErrorCode
+	}
 	if !p.isLeaderLocked() || p.leader == nil {
 		return true, kerr.NotLeaderForPartition.Code
 	}

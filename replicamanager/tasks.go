@@ -14,7 +14,8 @@ func (rm *ReplicaManager) Start() {
 	rm.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		rm.cancel = cancel
-		rm.wg.Add(2)
+		rm.wg.Add(3)
+		go rm.watchLogDirFailures(ctx)
 		go rm.every(ctx, rm.cfg.ReplicaLagTimeMax/2, rm.maybeShrinkIsr)
 		go rm.every(ctx, rm.cfg.HighWatermarkCheckpointInterval, func() { _ = rm.checkpointHighWatermarks() })
 	})

@@ -9,7 +9,8 @@
 //     machines, elections, per-broker request batching, topic deletion, reassignment,
 //     preferred elections, controlled shutdown (K7);
 //   - agent: the broker-side agents: registration (K1), the leader's ISR write and its
-//     change propagation (K3, K5), the dynamic config listener, producer-id blocks;
+//     change propagation (K3, K5), the dynamic config listener, producer-id blocks, the log
+//     dir event notifications (KIP-112);
 //   - admin: the admin API (topic creation and deletion, partitions, reassignment and
 //     throttles, preferred election requests) and the reads of the cluster state.
 //
@@ -140,6 +141,7 @@ type Coordinator struct {
 	*agent.IsrWriter
 	*agent.ConfigListener
 	*agent.ProducerIDs
+	*agent.LogDirEvents
 
 	cfg       Config
 	log       logrus.FieldLogger
@@ -183,6 +185,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 		PropagationBlackOut: cfg.IsrChangePropagationBlackOut, MaxDelay: cfg.IsrChangeMaxDelay, Log: c.log})
 	c.ConfigListener = agent.NewConfigListener(c.zk, cfg.BrokerID, c.log)
 	c.ProducerIDs = agent.NewProducerIDs(c.zk, cfg.BrokerID, c.log)
+	c.LogDirEvents = agent.NewLogDirEvents(c.zk, cfg.BrokerID)
 	c.wg.Add(1)
 	go c.sessionLoop()
 	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)

@@ -199,7 +199,7 @@ func (b *requestBatch) updateMetadataRequest(broker int32, tps []TopicPartition)
 		p.Replicas = append([]int32{}, ct.ctx.replicas(tp)...)
 		p.OfflineReplicas = []int32{}
 		for _, r := range p.Replicas {
-			if !ct.ctx.isLive(r) {
+			if !ct.ctx.isReplicaOnline(r, tp) { // dead broker or offline log dir
 				p.OfflineReplicas = append(p.OfflineReplicas, r)
 			}
 		}

@@ -45,6 +45,7 @@ func (ct *Controller) processBrokerChange() error {
 	for _, id := range append(slices.Clone(deadIDs), bouncedIDs...) {
 		delete(ct.ctx.live, id)
 		delete(ct.ctx.shuttingDown, id) // K7: a controlled shutdown ends with the registration
+		delete(ct.ctx.offlineDirs, id)  // a restarted broker's log dirs are online again
 		ct.chans.stopSender(id)
 	}
 	b := ct.newBatch()

@@ -24,6 +24,9 @@ type controllerContext struct {
 	// shuttingDown holds the brokers in controlled shutdown (K7): live, but never elected
 	// leader; an entry is cleared when the broker's registration goes away or is replaced.
 	shuttingDown map[int32]bool
+	// offlineDirs holds, per live broker, the replicas it answered KAFKA_STORAGE_ERROR for
+	// (Kafka's replicasOnOfflineDirs, logdir.go): not online although their broker is live.
+	offlineDirs map[int32]map[TopicPartition]bool
 }
 
 func newControllerContext() *controllerContext {
@@ -37,6 +40,7 @@ func (c *controllerContext) reset() {
 	c.assignments = map[string]map[int32][]int32{}
 	c.states = map[TopicPartition]*leaderIsr{}
 	c.shuttingDown = map[int32]bool{}
+	c.offlineDirs = map[int32]map[TopicPartition]bool{}
 }
 
 func (c *controllerContext) isLive(id int32) bool {
@@ -61,7 +65,7 @@ func (c *controllerContext) hasPartition(tp TopicPartition) bool {
 func (c *controllerContext) liveReplicas(tp TopicPartition) []int32 {
 	var out []int32
 	for _, r := range c.replicas(tp) {
-		if c.isLive(r) {
+		if c.isReplicaOnline(r, tp) {
 			out = append(out, r)
 		}
 	}

@@ -230,6 +230,10 @@ func (ct *Controller) handle(ev event) {
 		err = ct.preferred.processAutoRebalance(ev.epoch)
 	case evUncleanEnable:
 		err = ct.processUncleanEnable(ev.topic)
+	case evLogDirEvent:
+		err = ct.processLogDirEvent()
+	case evLeaderAndIsrResponse:
+		err = ct.processLeaderAndIsrResponse(ev.lair)
 	}
 	ct.handleErr(err)
 }

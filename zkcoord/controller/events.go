@@ -22,13 +22,16 @@ const (
 	evShutdown                            // Close
 	evElectLeaders                        // an ElectLeaders request (ReplicaLeaderElection(AdminClientTriggered), KIP-460)
 	evUncleanEnable                       // unclean.leader.election.enable turned on (TopicUncleanLeaderElectionEnable)
+	evLogDirEvent                         // /log_dir_event_notification children (LogDirEventNotification, logdir.go)
+	evLeaderAndIsrResponse                // a broker's LeaderAndIsr answer named partitions (LeaderAndIsrResponseReceived)
 )
 
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
 	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
 	"PartitionReassignment", "PartitionReassignmentIsrChange", "ApiPartitionReassignment", "Shutdown",
-	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable"}
+	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable", "LogDirEventNotification",
+	"LeaderAndIsrResponseReceived"}
 
 func (k evKind) String() string {
 	if int(k) < len(evNames) {
@@ -48,4 +51,5 @@ type event struct {
 	shutdown *shutdownReq // evControlledShutdown
 	elect    *electReq    // evElectLeaders
 	call     func()       // evReassignAPI: runs on the controller goroutine and answers its caller
+	lair     *lairAnswer  // evLeaderAndIsrResponse
 }

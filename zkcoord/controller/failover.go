@@ -120,6 +120,11 @@ func (ct *Controller) onControllerFailover() error {
 	if err := ct.zk.deleteChildren(zkdata.PathIsrChange, notes); err != nil {
 		return err
 	}
+	// Log dir events too: the LeaderAndIsr of every live replica below finds the offline
+	// replicas (logdir.go).
+	if err := ct.watchLogDirEvents(); err != nil {
+		return err
+	}
 	brokers, err := ct.zk.readBrokers(ids)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type fakeNet struct {
 	mu   sync.Mutex
 	reqs map[int32][]kmsg.Request
 	code int16
+	// partCode, when set for a broker, is the error its LeaderAndIsr answers give every
+	// partition of the request (KAFKA_STORAGE_ERROR from a broker with an offline log dir).
+	partCode map[int32]int16
 }
 
 type fakeConn struct {
@@ -44,11 +47,22 @@ func (c *fakeConn) Request(_ context.Context, req kmsg.Request) (kmsg.Response, 
 	c.n.mu.Lock()
 	c.n.reqs[c.id] = append(c.n.reqs[c.id], req)
 	code := c.n.code
+	pcode, perPartition := c.n.partCode[c.id]
 	c.n.mu.Unlock()
 	resp := req.ResponseKind()
 	switch r := resp.(type) {
 	case *kmsg.LeaderAndISRResponse:
 		r.ErrorCode = code
+		for _, ts := range req.(*kmsg.LeaderAndISRRequest).TopicStates {
+			for _, ps := range ts.PartitionStates {
+				p := kmsg.NewLeaderAndISRResponseTopicPartition()
+				p.Topic, p.Partition = ts.Topic, ps.Partition
+				if perPartition {
+					p.ErrorCode = pcode
+				}
+				r.Partitions = append(r.Partitions, p)
+			}
+		}
 	case *kmsg.UpdateMetadataResponse:
 		r.ErrorCode = code
 	case *kmsg.StopReplicaResponse:

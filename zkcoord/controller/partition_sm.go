@@ -270,7 +270,7 @@ func (m *partitionStateMachine) initializeLeaderAndIsr(tps []TopicPartition, b *
 // offlineStrategy is the OfflinePartition election for tp (unclean when the topic allows it).
 func (m *partitionStateMachine) offlineStrategy(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
 	ct := m.ct
-	return offlineElection(ct.ctx.replicas(tp), cur, ct.ctx, func() bool { return ct.zk.uncleanAllowed(tp.Topic) })
+	return offlineElection(ct.ctx.replicas(tp), cur, ct.ctx.partitionLiveness(tp), func() bool { return ct.zk.uncleanAllowed(tp.Topic) })
 }
 
 // elect is OnlinePartition/OfflinePartition → OnlinePartition with an election strategy
