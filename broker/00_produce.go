@@ -16,9 +16,14 @@ import (
 //   - acks outside {0, 1, -1} → INVALID_REQUIRED_ACKS on every partition, nothing appended.
 //   - An invalid topic name, or an internal topic (__consumer_offsets: only the group
 //     coordinator writes it) → INVALID_TOPIC_EXCEPTION for its partitions.
-//   - Each partition's records must be exactly one magic-2 batch with a matching length and
-//     a correct CRC-32C, else CORRUPT_MESSAGE (Kafka's request-thread check plus the log
-//     validator's CRC check; the batch is not decoded, S1).
+//   - Each partition's records must be exactly one magic-2 batch, else INVALID_RECORD (a batch
+//     length below the v2 header: CORRUPT_MESSAGE); a zstd batch before v7 →
+//     UNSUPPORTED_COMPRESSION_TYPE (Kafka's request-thread check, validateProduceRecords). The
+//     log then validates it as Kafka's LogValidator does (logstore/validate.go,
+//     docs/kafka-facts.md §13): a bad CRC-32C → CORRUPT_MESSAGE; a record count, record
+//     length, offset delta or compression the records do not bear out, a control batch →
+//     INVALID_RECORD; records decompressing past the bound → MESSAGE_TOO_LARGE. The batch is
+//     stored as received (S1).
 //   - The rest goes to the replica manager with timeout_ms; it answers NOT_LEADER_OR_FOLLOWER,
 //     UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS(_AFTER_APPEND) (K2),
 //     REQUEST_TIMED_OUT, INVALID_TIMESTAMP (message.timestamp.*, docs/live-configs.md §4),
@@ -56,7 +61,7 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 				// appends to __consumer_offsets, through the replica manager).
 				fail(t.Topic, p.Partition, kerr.InvalidTopicException.Code)
 			default:
-				if code, err := validateProduceRecords(p.Records); code != 0 {
+				if code, err := validateProduceRecords(req.Version, p.Records); code != 0 {
 					r.log().WithFields(logrus.Fields{"topic": t.Topic, "partition": p.Partition}).WithError(err).Debug("rejecting produce")
 					fail(t.Topic, p.Partition, code)
 					continue

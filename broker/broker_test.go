@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -173,8 +174,13 @@ func TestProduceErrors(t *testing.T) {
 		{"NOT_LEADER_OR_FOLLOWER", produceReq(7, 1, "follower", 0, good), kerr.NotLeaderForPartition.Code, nil},
 		{"MESSAGE_TOO_LARGE", produceReq(8, 1, "t", 0, makeBatch(1, make([]byte, 600))), kerr.MessageTooLarge.Code, nil},
 		{"CORRUPT_MESSAGE crc", produceReq(9, 1, "t", 0, corrupt), kerr.CorruptMessage.Code, nil},
-		{"CORRUPT_MESSAGE truncated", produceReq(9, 1, "t", 0, good[:40]), kerr.CorruptMessage.Code, nil},
-		{"CORRUPT_MESSAGE two batches", produceReq(9, 1, "t", 0, append(append([]byte(nil), good...), good...)), kerr.CorruptMessage.Code, nil},
+		{"INVALID_RECORD truncated", produceReq(9, 1, "t", 0, good[:40]), kerr.InvalidRecord.Code, nil},
+		{"INVALID_RECORD two batches", produceReq(9, 1, "t", 0, append(append([]byte(nil), good...), good...)), kerr.InvalidRecord.Code, nil},
+		{"INVALID_RECORD magic 1", produceReq(7, 1, "t", 0, withByte(good, 16, 1)), kerr.InvalidRecord.Code, nil},
+		{"CORRUPT_MESSAGE length below the header", produceReq(7, 1, "t", 0, withByte(good, 11, 20)), kerr.CorruptMessage.Code, nil},
+		{"INVALID_RECORD compression id 7", produceReq(7, 1, "t", 0, withByte(good, 22, 7)), kerr.InvalidRecord.Code, nil},
+		{"UNSUPPORTED_COMPRESSION_TYPE zstd at v6", produceReq(6, 1, "t", 0, withByte(good, 22, 4)), kerr.UnsupportedCompressionType.Code, nil},
+		{"zstd at v7 reaches the log", produceReq(7, 1, "t", 0, withByte(good, 22, 4)), 0, nil},
 		{"INVALID_REQUIRED_ACKS", produceReq(9, 2, "t", 0, good), kerr.InvalidRequiredAcks.Code, nil},
 		{"INVALID_TOPIC_EXCEPTION", produceReq(9, 1, "bad/topic", 0, good), kerr.InvalidTopicException.Code, nil},
 	}
@@ -194,6 +200,14 @@ func TestProduceErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withByte returns a copy of batch with byte i set to v and the CRC-32C recomputed.
+func withByte(batch []byte, i int, v byte) []byte {
+	b := append([]byte(nil), batch...)
+	b[i] = v
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
 
 // TestProduceAcksZeroNoResponse: acks=0 gets no response; the next request's answer is

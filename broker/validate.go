@@ -29,21 +29,40 @@ func validTopicName(name string) bool {
 	return true
 }
 
-// validateProduceRecords checks what Kafka checks on the request thread for produce v3+
-// (ProduceRequest.validateRecords): the records are exactly one magic-2 batch whose length
-// matches. It returns the Kafka error code (CORRUPT_MESSAGE) or 0. The CRC-32C and the size
-// limit (MESSAGE_TOO_LARGE; max.message.bytes is a topic config) are checked once, by the log
-// on append, so the hot path computes the CRC a single time.
-func validateProduceRecords(b []byte) (int16, error) {
+// validateProduceRecords checks what Kafka 2.4 checks on the request thread for produce v3+
+// (ProduceRequest.validateRecords, docs/kafka-facts.md §13): the records are exactly one
+// batch of magic 2 (else INVALID_RECORD; a batch length below the v2 header is
+// CORRUPT_MESSAGE, as Kafka's log input stream answers it), and a zstd batch needs Produce v7
+// (else UNSUPPORTED_COMPRESSION_TYPE). A compression id above 4 is INVALID_RECORD (Kafka 2.4
+// lets CompressionType.forId's IllegalArgumentException through as UNKNOWN_SERVER_ERROR).
+// Deviation: bytes after the batch are refused (Kafka 2.4 appends the batch and drops a
+// partial trailing one). It returns the Kafka error code or 0. The CRC-32C, the size limit
+// (MESSAGE_TOO_LARGE; max.message.bytes is a topic config) and the records are checked once,
+// by the log on append (logstore/validate.go).
+func validateProduceRecords(version int16, b []byte) (int16, error) {
 	size, whole, err := kproto.NextBatch(b)
-	if err != nil {
+	switch {
+	case errors.Is(err, kproto.ErrBatchLength):
 		return kerr.CorruptMessage.Code, err
+	case err != nil:
+		return kerr.InvalidRecord.Code, err
+	case !whole || size != len(b):
+		return kerr.InvalidRecord.Code, fmt.Errorf("%w: %d bytes, the batch frames %d", errBatchFraming, len(b), size)
 	}
-	if !whole || size != len(b) {
-		return kerr.CorruptMessage.Code, fmt.Errorf("%w: %d bytes, the batch frames %d", errBatchFraming, len(b), size)
+	switch codec := b[batchAttributesOffset+1] & 0x07; {
+	case codec == codecZstd && version < 7:
+		return kerr.UnsupportedCompressionType.Code, fmt.Errorf("produce v%d may not use zstd compression", version)
+	case codec > codecZstd:
+		return kerr.InvalidRecord.Code, fmt.Errorf("unknown compression type id %d", codec)
 	}
 	return 0, nil
 }
+
+// The v2 batch's attributes (int16; the compression id is bits 0-2) and the zstd id.
+const (
+	batchAttributesOffset = 21
+	codecZstd             = 4
+)
 
 var errBatchFraming = errors.New("records are not exactly one record batch")
 

@@ -20,24 +20,16 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 	if rest != 0 {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: %d bytes of an incomplete batch", ErrCorruptMessage, rest)
 	}
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	cfg := l.cfg
-	for i, h := range hs {
-		if err := validateForLeader(h, cfg.MaxMessageBytes); err != nil {
-			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("batch %d: %w", i, err)
-		}
-	}
+	// Kafka's LogValidator, outside appendMu: it walks every record (validate.go), so
+	// concurrent produces to one partition do not queue behind each other's decompression.
+	cfg := l.Config()
 	nowMs := l.now().UnixMilli()
-	if err := validateTimestamps(records, hs, cfg, nowMs); err != nil {
+	if err := validateAsLeader(records, hs, cfg, nowMs); err != nil {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
 	}
-	if cfg.CleanupPolicy.Compact() {
-		// only compacted topics pay for decoding records (LogValidator.validateKey)
-		if err := checkKeys(records, hs); err != nil {
-			return AppendInfo{FirstOffset: -1, LastOffset: -1}, err
-		}
-	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	cfg = l.cfg
 	if len(hs) == 0 {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, nil
 	}

@@ -153,20 +153,27 @@ func parseBatches(records []byte) (hs []BatchHeader, rest int, err error) {
 	return hs, 0, nil
 }
 
-// validateForLeader applies the produce-side checks (UnifiedLog.analyzeAndValidateRecords):
-// size against max.message.bytes (MESSAGE_TOO_LARGE) and record count consistency
-// (INVALID_RECORD). Kafka cannot check a compressed batch's count without decompressing it,
-// so neither do we: only uncompressed, non-control batches must have
-// lastOffsetDelta == recordCount-1.
-func validateForLeader(h BatchHeader, maxMessageBytes int32) error {
+// validateForLeader applies the produce-side header checks (UnifiedLog.analyzeAndValidateRecords
+// and LogValidator.validateBatch for a client's append): size against max.message.bytes
+// (MESSAGE_TOO_LARGE); then, each an InvalidRecordException (INVALID_RECORD), a positive
+// record count equal to lastOffsetDelta+1, no control batch (clients may not write
+// transaction markers; isrbroker writes none either), and a base sequence for a batch with
+// a producer id. The records themselves are checked by walkRecords.
+func validateForLeader(b []byte, h BatchHeader, maxMessageBytes int32) error {
 	if h.Size() > int(maxMessageBytes) {
 		return fmt.Errorf("%w: batch of %d bytes, limit %d", ErrMessageTooLarge, h.Size(), maxMessageBytes)
 	}
 	if h.RecordCount <= 0 {
 		return fmt.Errorf("%w: record count %d", ErrInvalidRecord, h.RecordCount)
 	}
-	if !h.IsControl() && int64(h.LastOffsetDelta) != int64(h.RecordCount)-1 {
+	if int64(h.LastOffsetDelta) != int64(h.RecordCount)-1 {
 		return fmt.Errorf("%w: lastOffsetDelta %d with %d records", ErrInvalidRecord, h.LastOffsetDelta, h.RecordCount)
+	}
+	if h.IsControl() {
+		return fmt.Errorf("%w: clients are not allowed to write control records", ErrInvalidRecord)
+	}
+	if pid, _, seq := producerFields(b); pid >= 0 && seq < 0 {
+		return fmt.Errorf("%w: invalid sequence number %d with producerId %d", ErrInvalidRecord, seq, pid)
 	}
 	return nil
 }

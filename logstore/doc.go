@@ -23,12 +23,14 @@
 // `.cleaned`/`.swap` protocol that swaps cleaned segments in and is completed or rolled back
 // when a log is opened after a crash.
 //
-// Hot paths never decode records: a produce is validated through the v2 batch header and
-// CRC-32C, offsets are assigned by rewriting only the header's baseOffset and
-// partitionLeaderEpoch (both lie before the CRC'd range), and a fetch returns raw stored
-// bytes located through the sparse offset index. Only compacted topics pay for decoding records:
-// a produce to one is checked for keyless records (records.go), and the cleaner decodes the
-// segments it rewrites.
+// Batches are stored as received. A produce is validated as Kafka's LogValidator does
+// (validate.go, docs/kafka-facts.md §13): the header and CRC-32C, then a walk over every
+// record, decompressing compressed batches through pooled streaming decoders, that reads only
+// varints and allocates nothing per record. Offsets are assigned by rewriting only the
+// header's baseOffset and partitionLeaderEpoch (both lie before the CRC'd range); a follower's
+// append checks framing and CRCs only, as Kafka's does; a fetch returns raw stored bytes
+// located through the sparse offset index. The cleaner decodes the segments it rewrites
+// (records.go).
 //
 // Locking (per Log): appendMu serialises every mutation (append, truncation, roll, retention,
 // config); flushMu serialises flushes with structural changes; mu guards the published state

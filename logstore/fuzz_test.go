@@ -69,7 +69,8 @@ func FuzzBatchHeaders(f *testing.F) {
 			if h.Size() < batchHeaderSize || total+h.Size() > len(data) {
 				t.Fatalf("header %+v exceeds input", h)
 			}
-			_ = validateForLeader(h, 1<<20)
+			_ = validateForLeader(data[total:], h, 1<<20)
+			_, _ = walkRecords(data[total:total+h.Size()], h, 1<<20)
 			firstRecordAtOrAfter(data[total:total+h.Size()], h, 0)
 			total += h.Size()
 		}

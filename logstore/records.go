@@ -11,9 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Record-level access, used only where Kafka decodes records: the log cleaner (keys and
-// values) and the produce-side key check of compacted topics. The hot paths of delete-policy
-// topics never come here (package comment). The wire format is read and written through
+// Record-level access for the log cleaner (keys and values). The produce path's record walk
+// is validate.go's, which allocates nothing per record. The wire format is read and written through
 // kmsg (RecordBatch, Record); compression codecs are franz-go kgo's (the same client code
 // that produced most of these batches).
 
@@ -127,31 +126,6 @@ func batchRecords(rb *kmsg.RecordBatch, dst []batchRecord) ([]batchRecord, error
 		return nil, fmt.Errorf("%w: batch at %d claims %d records, holds %d", ErrCorruptMessage, rb.FirstOffset, rb.NumRecords, len(dst))
 	}
 	return dst, nil
-}
-
-// checkKeys is Kafka's LogValidator.validateKey for a compacted topic: every record of every
-// batch must have a key, else INVALID_RECORD (87) with Kafka's message. Control batches carry
-// no user records and are skipped.
-func checkKeys(records []byte, hs []BatchHeader) error {
-	pos := 0
-	var recs []batchRecord
-	for i, h := range hs {
-		b := records[pos : pos+h.Size()]
-		pos += h.Size()
-		if h.IsControl() {
-			continue
-		}
-		var err error
-		if _, recs, err = decodeBatchInto(b, recs); err != nil {
-			return fmt.Errorf("batch %d: %w", i, err)
-		}
-		for _, r := range recs {
-			if r.key == nil {
-				return fmt.Errorf("batch %d: %w: %s", i, ErrInvalidRecord, ErrMsgNoKeyCompacted)
-			}
-		}
-	}
-	return nil
 }
 
 // ErrMsgNoKeyCompacted is Kafka 2.4's InvalidRecordException message for a keyless record

@@ -7,39 +7,30 @@ import (
 )
 
 // Record timestamps on the leader's append path (Kafka 2.4 LogValidator; docs/live-configs.md
-// §4). Only batch headers are read and written: no record is
-// decoded, so the common path (CreateTime, no difference limit) costs one attribute test per
-// batch.
+// §4), checked from what the record walk (validate.go) gathered: the common path (CreateTime,
+// no difference limit) costs one attribute test per batch.
 
 // noTimestamp is RecordBatch.NO_TIMESTAMP.
 const noTimestamp = -1
 
-// validateTimestamps applies LogValidator.validateTimestamp to each batch of a produce: a
+// validateTimestamps applies LogValidator.validateTimestamp to batch i of a produce: a
 // producer may not set the LogAppendTime attribute, and with CreateTime and a limited
-// message.timestamp.difference.max.ms the batch's first and max timestamps must lie within
-// that many ms of now. Deviation: Kafka checks every record's timestamp; isrbroker checks the
-// two the header carries (records whose negative timestamp delta puts them below the first
-// timestamp are not checked), so it never decodes or decompresses records.
-func validateTimestamps(records []byte, hs []BatchHeader, cfg Config, nowMs int64) error {
-	pos := 0
-	for i, h := range hs {
-		b := records[pos:]
-		pos += h.Size()
-		if h.Attributes&attrTimestampType != 0 {
-			return fmt.Errorf("%w: batch %d: producer should not set timestamp type to LogAppendTime", ErrInvalidTimestamp, i)
-		}
-		if !cfg.TimestampDiffLimited || cfg.TimestampType != CreateTime {
+// message.timestamp.difference.max.ms every record's timestamp must lie within that many ms
+// of now (sum holds the smallest and largest; records without a timestamp are not checked).
+func validateTimestamps(i int, h BatchHeader, sum recordSummary, cfg Config, nowMs int64) error {
+	if h.Attributes&attrTimestampType != 0 {
+		return fmt.Errorf("%w: batch %d: producer should not set timestamp type to LogAppendTime", ErrInvalidTimestamp, i)
+	}
+	if !cfg.TimestampDiffLimited || cfg.TimestampType != CreateTime {
+		return nil
+	}
+	for _, ts := range [2]int64{sum.minTimestamp, sum.maxTimestamp} {
+		if ts == noTimestamp {
 			continue
 		}
-		first := int64(binary.BigEndian.Uint64(b[offBaseTimestamp:]))
-		for _, ts := range [2]int64{first, h.MaxTimestamp} {
-			if ts == noTimestamp {
-				continue
-			}
-			if d := ts - nowMs; d > cfg.TimestampDiffMaxMs || -d > cfg.TimestampDiffMaxMs {
-				return fmt.Errorf("%w: batch %d: timestamp %d is out of range; it should be within [%d, %d]",
-					ErrInvalidTimestamp, i, ts, nowMs-cfg.TimestampDiffMaxMs, nowMs+cfg.TimestampDiffMaxMs)
-			}
+		if d := ts - nowMs; d > cfg.TimestampDiffMaxMs || -d > cfg.TimestampDiffMaxMs {
+			return fmt.Errorf("%w: batch %d: timestamp %d is out of range; it should be within [%d, %d]",
+				ErrInvalidTimestamp, i, ts, nowMs-cfg.TimestampDiffMaxMs, nowMs+cfg.TimestampDiffMaxMs)
 		}
 	}
 	return nil
