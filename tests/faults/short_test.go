@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"os"
@@ -247,6 +249,7 @@ func TestFault14_BadInput(t *testing.T) {
 		t.Errorf("broker %d lost its registration during the bad input: %v", victim, err)
 	}
 	s.all.waitAcks(t, 0, 200, waitLong, "on partition 0 after the bad input")
+	s.refused = refusedValues
 	s.finish()
 }
 
@@ -270,9 +273,28 @@ func badInputRound(addr, topic string) []string {
 	// Well-formed requests the broker must refuse per partition. They go out as raw frames:
 	// kgo rewrites a ProduceRequest's acks to the client's own setting.
 	bad = append(bad, expectCode(addr, produceBody(topic, -1, oversizedBatch(1048588+1)), kerr.MessageTooLarge, "batch of message.max.bytes+1 bytes")...)
-	crc := cluster.EncodeBatch(0, -1, time.Now().UnixMilli(), []byte("crc"))
+	crc := cluster.EncodeBatch(0, -1, time.Now().UnixMilli(), []byte("refused-crc"))
 	crc[17] ^= 0x5a // first byte of the CRC-32C
 	bad = append(bad, expectCode(addr, produceBody(topic, -1, crc), kerr.CorruptMessage, "flipped CRC byte")...)
+	// Batches Kafka 2.4's LogValidator refuses with INVALID_RECORD (docs/kafka-facts.md §13),
+	// each with a valid CRC: a 72-byte batch claiming 2^31-1 records, gzip flagged over random
+	// bytes, compression id 7.
+	now := time.Now().UnixMilli()
+	claims := cluster.EncodeBatch(0, -1, now, []byte("rf72"))
+	binary.BigEndian.PutUint32(claims[23:], math.MaxInt32-1) // lastOffsetDelta
+	binary.BigEndian.PutUint32(claims[57:], math.MaxInt32)   // records count
+	bad = append(bad, expectCode(addr, produceBody(topic, -1, resealBatch(claims)), kerr.InvalidRecord, "72-byte batch claiming 2^31-1 records")...)
+	random := make([]byte, 200)
+	rand.New(rand.NewSource(now)).Read(random)
+	gz := append(cluster.EncodeBatch(0, -1, now, []byte("x"))[:61], random...)
+	binary.BigEndian.PutUint32(gz[8:], uint32(len(gz)-12))
+	gz[22] = 1 // attributes: gzip
+	bad = append(bad, expectCode(addr, produceBody(topic, -1, resealBatch(gz)), kerr.InvalidRecord, "gzip over random bytes")...)
+	codec7 := cluster.EncodeBatch(0, -1, now, []byte("refused-codec7"))
+	codec7[22] = 7
+	bad = append(bad, expectCode(addr, produceBody(topic, -1, resealBatch(codec7)), kerr.InvalidRecord, "compression id 7")...)
+	// CreateTopics with 2^31-1 partitions, validate_only: refused at once, nothing allocated.
+	bad = append(bad, expectCreateTopicsCode(addr, math.MaxInt32, kerr.InvalidPartitions, "CreateTopics of 2^31-1 partitions")...)
 	acks2 := cluster.EncodeBatch(0, -1, time.Now().UnixMilli(), []byte("acks2"))
 	bad = append(bad, expectCode(addr, produceBody(topic, 2, acks2), kerr.InvalidRequiredAcks, "acks=2")...)
 	return bad
@@ -340,30 +362,13 @@ func closedErr(err error) bool {
 // expectCode sends a Produce v7 body as one raw frame on a fresh connection, decodes the answer
 // with kmsg and expects partition 0's error code to be want.
 func expectCode(addr string, body []byte, want *kerr.Error, what string) []string {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: dial %s: %v", what, addr, err)}
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	if _, err := conn.Write(frame(0, 7, body)); err != nil {
-		return []string{fmt.Sprintf("%s: write: %v", what, err)}
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(conn, size[:]); err != nil {
-		return []string{fmt.Sprintf("%s: no answer: %v", what, err)}
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > 1<<20 {
-		return []string{fmt.Sprintf("%s: answer of %d bytes", what, n)}
-	}
-	data := make([]byte, n)
-	if _, err := io.ReadFull(conn, data); err != nil {
-		return []string{fmt.Sprintf("%s: reading the answer: %v", what, err)}
+	data, errs := roundTrip(addr, frame(0, 7, body), what)
+	if errs != nil {
+		return errs
 	}
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = 7
-	if err := resp.ReadFrom(data[4:]); err != nil { // after the correlation id
+	if err := resp.ReadFrom(data); err != nil {
 		return []string{fmt.Sprintf("%s: decoding the answer: %v", what, err)}
 	}
 	for _, tr := range resp.Topics {
@@ -375,6 +380,73 @@ func expectCode(addr string, body []byte, want *kerr.Error, what string) []strin
 		}
 	}
 	return []string{fmt.Sprintf("%s: the Produce answer lacks the partition", what)}
+}
+
+// refusedValues are the values of row 14's refused batches that a consumer could read if one
+// were appended (checker X).
+var refusedValues = []string{"refused-crc", "rf72", "refused-codec7"}
+
+// resealBatch sets a batch's CRC-32C (over attributes..end) after a change.
+func resealBatch(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// expectCreateTopicsCode sends CreateTopics v3 (validate_only) for one topic of n partitions
+// as a raw frame and expects the topic's error code to be want within 20 s.
+func expectCreateTopicsCode(addr string, n int32, want *kerr.Error, what string) []string {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 3
+	req.TimeoutMillis = 5000
+	req.ValidateOnly = true
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = "faults-14-huge"
+	rt.NumPartitions = n
+	rt.ReplicationFactor = 3
+	req.Topics = append(req.Topics, rt)
+	data, errs := roundTrip(addr, frame(19, 3, req.AppendTo(nil)), what)
+	if errs != nil {
+		return errs
+	}
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	resp.Version = 3
+	if err := resp.ReadFrom(data); err != nil {
+		return []string{fmt.Sprintf("%s: decoding the answer: %v", what, err)}
+	}
+	if len(resp.Topics) != 1 {
+		return []string{fmt.Sprintf("%s: %d topics in the answer", what, len(resp.Topics))}
+	}
+	if got := kerr.ErrorForCode(resp.Topics[0].ErrorCode); !errors.Is(got, want) {
+		return []string{fmt.Sprintf("%s: error %v, want %v", what, got, want)}
+	}
+	return nil
+}
+
+// roundTrip writes one raw request frame on a fresh connection and returns the answer's body
+// (after the correlation id), or what went wrong.
+func roundTrip(addr string, raw []byte, what string) ([]byte, []string) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("%s: dial %s: %v", what, addr, err)}
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := conn.Write(raw); err != nil {
+		return nil, []string{fmt.Sprintf("%s: write: %v", what, err)}
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, []string{fmt.Sprintf("%s: no answer: %v", what, err)}
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<20 {
+		return nil, []string{fmt.Sprintf("%s: answer of %d bytes", what, n)}
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(conn, data); err != nil {
+		return nil, []string{fmt.Sprintf("%s: reading the answer: %v", what, err)}
+	}
+	return data[4:], nil
 }
 
 // oversizedBatch returns one valid record batch of exactly size bytes (log overhead included).
