@@ -57,12 +57,12 @@ type producePending struct {
 	leaderEpoch    int32
 }
 
-// delayedProduce is Kafka's DelayedProduce (docs/kafka-facts.md §3): each partition's answer is fixed the first time the
-// partition is done (the HW passed its records, or an error such as NOT_LEADER_FOR_PARTITION)
-// and never re-evaluated, so a partition that lost leadership keeps that answer even if it leads
-// again, with its HW past the offset, before the others are done. The partitions still pending
-// at expiry answer REQUEST_TIMED_OUT. try may run on several goroutines at once: mu guards the
-// state.
+// delayedProduce is Kafka's DelayedProduce (docs/kafka-facts.md §3): each partition's answer is
+// fixed the first time the partition is done (the HW passed its records, or an error such as
+// NOT_LEADER_FOR_PARTITION) and never re-evaluated, so a partition that lost leadership keeps
+// that answer even if it leads again, with its HW past the offset, before the others are done.
+// The partitions still pending at expiry answer REQUEST_TIMED_OUT. try may run on several
+// goroutines at once: mu guards the state.
 type delayedProduce struct {
 	rm       *ReplicaManager
 	mu       sync.Mutex
