@@ -1,6 +1,7 @@
 package replicamanager
 
 import (
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -85,33 +86,42 @@ func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRec
 	for i := range required {
 		keys = append(keys, parts[i].TopicPartition)
 	}
-	// check reads every waiting partition's low watermark; it reports whether all are settled.
-	check := func(final bool) bool {
-		settled := true
+	// As Kafka's DelayedDeleteRecords, each partition's answer is fixed the first time it is
+	// done (its low watermark reached the offset, or an error such as NOT_LEADER_FOR_PARTITION)
+	// and never re-evaluated, even if it leads again before the others are done; the partitions
+	// still pending at expiry answer REQUEST_TIMED_OUT. try may run on several goroutines at
+	// once: mu guards required and results.
+	var mu sync.Mutex
+	answered := false
+	op := &delayedOp{keys: keys}
+	op.try = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if answered {
+			return true
+		}
 		for i, offset := range required {
 			lw, code := rm.lowWatermark(parts[i].TopicPartition)
 			switch {
 			case code != 0:
-				if final {
-					results[i].ErrorCode, results[i].LowWatermark = code, -1
-				}
+				results[i].ErrorCode, results[i].LowWatermark = code, -1
 			case lw >= offset:
-				if final {
-					results[i].LowWatermark = lw
-				}
+				results[i].LowWatermark = lw
 			default:
-				settled = false
-				if final {
-					results[i].ErrorCode = kerr.RequestTimedOut.Code
-				}
+				continue
 			}
+			delete(required, i)
 		}
-		return settled
+		return len(required) == 0
 	}
-	op := &delayedOp{keys: keys}
-	op.try = func() bool { return check(false) }
 	op.complete = func(bool) {
-		check(true)
+		mu.Lock()
+		answered = true
+		for i := range required {
+			results[i].ErrorCode = kerr.RequestTimedOut.Code
+		}
+		clear(required)
+		mu.Unlock()
 		done(results)
 	}
 	if timeout <= 0 {

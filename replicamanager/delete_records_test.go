@@ -112,3 +112,49 @@ func TestDeleteRecords_FollowerFollowsLeaderLogStart(t *testing.T) {
 		t.Fatalf("no log-start-offset-checkpoint holds t 0 6 right after the follower raised its log start (%v)", files)
 	}
 }
+
+// fetchWithLogStartOf is fetchWithLogStart for any partition.
+func (e *env) fetchWithLogStartOf(t *testing.T, tp TopicPartition, replica int32, offset, logStart int64) {
+	t.Helper()
+	ch := make(chan []FetchPartitionResult, 1)
+	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp, FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
+	if r := waitResult(t, ch, 5*time.Second)[0]; r.ErrorCode != 0 {
+		t.Fatalf("follower fetch of %v: error %d", tp, r.ErrorCode)
+	}
+}
+
+// TestDeleteRecordsKeepsNotLeaderAfterLeadershipReturns: as Kafka's DelayedDeleteRecords, a
+// partition's answer is fixed the first time it is done: t-0 lost leadership while the request
+// waited for t-1, so it answers NOT_LEADER_FOR_PARTITION (low watermark -1) even though it leads
+// again, with its low watermark past the offset, when t-1 completes.
+func TestDeleteRecordsKeepsNotLeaderAfterLeadershipReturns(t *testing.T) {
+	e := newEnv(t, 1, 1)
+	e.leaderAndIsrFor(t, e.partitionState(tp0(), 1, 1, []int32{1, 2}), e.partitionState(tp1(), 1, 1, []int32{1, 2}))
+	appended := make(chan map[TopicPartition]ProduceResult, 1)
+	e.rm.AppendRecords(time.Second, 1, map[TopicPartition][]byte{tp0(): makeBatch(10, "v"), tp1(): makeBatch(10, "v")},
+		func(m map[TopicPartition]ProduceResult) { appended <- m })
+	waitResult(t, appended, 5*time.Second)
+	for _, tp := range []TopicPartition{tp0(), tp1()} {
+		e.fetchWithLogStartOf(t, tp, 2, 10, 0)
+	}
+	ch := make(chan []DeleteRecordsResult, 1)
+	e.rm.DeleteRecords(30*time.Second, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: 4}, {TopicPartition: tp1(), Offset: 4}},
+		func(r []DeleteRecordsResult) { ch <- r })
+
+	e.leaderAndIsrFor(t, e.partitionState(tp0(), 2, 2, []int32{1, 2}))
+	e.leaderAndIsrFor(t, e.partitionState(tp0(), 1, 3, []int32{1, 2}))
+	e.fetchWithLogStartOf(t, tp0(), 2, 10, 4) // t-0's low watermark reaches 4 in epoch 3
+	select {
+	case r := <-ch:
+		t.Fatalf("answered before t-1's low watermark reached 4: %+v", r)
+	default:
+	}
+	e.fetchWithLogStartOf(t, tp1(), 2, 10, 4)
+	r := waitResult(t, ch, 5*time.Second)
+	if r[0].ErrorCode != kerr.NotLeaderForPartition.Code || r[0].LowWatermark != -1 {
+		t.Errorf("t-0: %+v, want NOT_LEADER_FOR_PARTITION with low watermark -1", r[0])
+	}
+	if r[1].ErrorCode != 0 || r[1].LowWatermark != 4 {
+		t.Errorf("t-1: %+v, want low watermark 4", r[1])
+	}
+}

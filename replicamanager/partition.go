@@ -173,27 +173,28 @@ func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 // appendAsLeader appends a produce's batches under the read
 // side of the partition lock, as Kafka's appendRecordsToLeader does: concurrent produces to one
 // partition only serialise inside the log. For acks=-1 an ISR smaller than min.insync.replicas
-// rejects the write before anything is appended (K2).
-func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int16) {
+// rejects the write before anything is appended (K2). It returns the leader epoch the batches
+// were appended in (a delayed produce checks that the log still holds them in it).
+func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int32, int16) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.offline {
 		return logstore.AppendInfo{}, storageErrorCode
 	}
 	if !p.isLeaderLocked() || p.leader == nil {
-		return logstore.AppendInfo{}, kerr.NotLeaderForPartition.Code
+		return logstore.AppendInfo{}, -1, kerr.NotLeaderForPartition.Code
 	}
 	if acks == -1 && !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
 		p.rm.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
 			fmt.Sprint(p.tp.Topic, "-", p.tp.Partition), "rejecting acks=all produce: ISR below min.insync.replicas") // K2, once per 10 s per partition
-		return logstore.AppendInfo{}, kerr.NotEnoughReplicas.Code
+		return logstore.AppendInfo{}, -1, kerr.NotEnoughReplicas.Code
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
 	if err != nil {
-		return info, logErrorCode(err)
+		return info, -1, logErrorCode(err)
 	}
 	p.maybeIncrementHWLocked(now)
-	return info, 0
+	return info, p.leaderEpoch, 0
 }
 
 // logErrorCode maps logstore sentinels to Kafka error codes (the one protocol error table is kerr).
@@ -380,15 +381,22 @@ func (p *Partition) reconcileIsr() bool {
 	return p.maybeIncrementHWLocked(p.rm.now())
 }
 
-// checkEnoughReplicasReachOffset decides a parked acks=-1 produce (K2): done once the HW passed
-// requiredOffset; then NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas.
-func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, int16) {
+// checkEnoughReplicasReachOffset decides a parked acks=-1 produce (K2) whose records end before
+// requiredOffset and were appended in appendEpoch: done once the HW passed requiredOffset; then
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas. Done with
+// NOT_LEADER_FOR_PARTITION when this broker does not lead, or when it leads in a later epoch and
+// its log no longer holds the records in appendEpoch (they were truncated while it followed and
+// replaced by another leader's: the HW passing requiredOffset would acknowledge those).
+func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64, appendEpoch int32) (bool, int16) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.offline {
 		return true, storageErrorCode
 	}
 	if !p.isLeaderLocked() || p.leader == nil {
+		return true, kerr.NotLeaderForPartition.Code
+	}
+	if p.leaderEpoch != appendEpoch && !p.holdsEpochBeforeLocked(appendEpoch, requiredOffset) {
 		return true, kerr.NotLeaderForPartition.Code
 	}
 	if p.highWatermark() >= requiredOffset {
@@ -398,6 +406,27 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64) (bool, 
 		return true, 0
 	}
 	return false, 0
+}
+
+// holdsEpochBeforeLocked reports whether the offset before end is in epoch's range of the leader
+// epoch cache: an entry for epoch itself starting before end, whose epoch ends (the next entry's
+// start, or the LEO) at or after end. A leader that kept its log across an epoch bump (the
+// controller's ISR shrink) still holds its records; one that truncated them as a follower does
+// not, even after copying records of a later epoch at the same offsets (K1: one leader per epoch,
+// so records of an epoch at an offset are the same on every replica). Callers hold mu.
+func (p *Partition) holdsEpochBeforeLocked(epoch int32, end int64) bool {
+	entries := p.log.EpochEntries()
+	for i, e := range entries {
+		if e.Epoch != epoch {
+			continue
+		}
+		epochEnd := p.log.LogEndOffset()
+		if i+1 < len(entries) {
+			epochEnd = entries[i+1].StartOffset
+		}
+		return e.StartOffset < end && epochEnd >= end
+	}
+	return false
 }
 
 // snapshot of the fields a reader needs.
