@@ -13,6 +13,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/logstore/ratelog"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -77,6 +78,10 @@ type Server struct {
 	pids producerIDs // InitProducerId's current producer-id block
 
 	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
+
+	// acceptWarnings rate-limits the accept loops' failure lines (one per listener per 10 s,
+	// with suppressed=<n>): out of file descriptors, Accept fails on every attempt.
+	acceptWarnings *ratelog.Limiter
 }
 
 type boundListener struct {
@@ -115,6 +120,8 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 		conns:        make(map[*conn]struct{}),
 		replBytesOut: metrics.GetOrRegisterMeter(MetricReplicationBytesOut, cfg.Registry),
 		reqMetrics:   newRequestMetrics(cfg.Registry),
+
+		acceptWarnings: ratelog.New(ratelog.DefaultInterval, nil),
 	}
 	s.topicStats = topicStatsOf(replicas, cfg.Registry)
 	registerIdleGauge(cfg.Registry)
@@ -185,26 +192,30 @@ func (s *Server) Serve() error {
 	return nil
 }
 
+// acceptLoop accepts the listener's connections until Close. A failed Accept (EMFILE or
+// ENFILE when out of file descriptors, ECONNABORTED, ...) is retried after acceptBackoff's
+// wait, logged rate-limited: retrying at once would spin a core while the descriptors stay
+// exhausted.
 func (s *Server) acceptLoop(b boundListener) {
+	var backoff acceptBackoff
 	for {
 		nc, err := b.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
+			wait := backoff.next()
+			s.acceptWarnings.Warn(s.log.WithFields(logrus.Fields{"listener": b.name, "retryIn": wait.String()}).WithError(err), b.name, "accept failed; retrying")
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
 				return
 			}
-			s.log.WithError(err).Warn("accept failed")
 			continue
 		}
+		backoff.reset()
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -287,3 +298,23 @@ func (s *Server) Close() error {
 func tp(topic string, partition int32) rm.TopicPartition {
 	return rm.TopicPartition{Topic: topic, Partition: partition}
 }
+
+// acceptBackoff is the accept loop's wait after a failed Accept (EMFILE, ENFILE, ...): 5 ms,
+// doubling up to 1 s, reset by a successful one, as Go's net/http server does.
+type acceptBackoff struct{ d time.Duration }
+
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+func (b *acceptBackoff) next() time.Duration {
+	if b.d == 0 {
+		b.d = acceptBackoffMin
+	} else {
+		b.d = min(2*b.d, acceptBackoffMax)
+	}
+	return b.d
+}
+
+func (b *acceptBackoff) reset() { b.d = 0 }
