@@ -124,15 +124,7 @@ func (c *conn) serve() {
 		// machine a fresh 1 MiB buffer per request also means touching memory the host may have
 		// taken back (docs/performance.md, "Why kfake runs slower here"). A frame too short for
 		// a header is read, then refused by handleFrame (Kafka's rule).
-		var pooled *[]byte
-		if n, ok := peekProduceFrame(br, c.s.cfg.SocketRequestMaxBytes); ok {
-			pooled = produceBuffers.get(n)
-		}
-		var buf []byte
-		if pooled != nil {
-			buf = *pooled
-		}
-		frame, err := kproto.ReadFrameInto(br, c.s.cfg.SocketRequestMaxBytes, buf)
+		frame, pooled, err := readRequestFrame(br, c.s.cfg.SocketRequestMaxBytes, &produceBuffers)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
