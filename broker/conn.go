@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,13 @@ type conn struct {
 	closeOnce sync.Once
 
 	out responseStream // the responses in request order (conn_write.go)
+
+	// activity counts the frames read and the responses written; the idle reaper
+	// (conn_quotas.go) closes a connection whose count stays still for
+	// connections.max.idle.ms. idleSeen and idleSince are the reaper's own.
+	activity  atomic.Uint64
+	idleSeen  uint64
+	idleSince time.Time
 
 	// lastClientID is the previous request's client id, reused for the next when equal
 	// (kproto.ParseHeaderReusing); the reader's only.
@@ -131,6 +139,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
+		c.activity.Add(1)
 		err = c.handleFrame(frame)
 		if pooled != nil {
 			produceBuffers.put(pooled)

@@ -42,8 +42,10 @@ type Config struct {
 	// StaticConfig is server.properties with --override (config.Config.Props), the
 	// STATIC_BROKER_CONFIG source of DescribeConfigs.
 	StaticConfig map[string]string
-	Registry     metrics.Registry
-	Log          logrus.FieldLogger
+	// Connections are the connection limits and idle timeout (nil: DefaultConnectionLimits).
+	Connections *ConnectionLimits
+	Registry    metrics.Registry
+	Log         logrus.FieldLogger
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.
@@ -76,6 +78,8 @@ type Server struct {
 	topicStats   *rm.BrokerTopicStats // per-topic BrokerTopicMetrics (topic_metrics.go)
 
 	pids producerIDs // InitProducerId's current producer-id block
+
+	quotas *connQuotas // max.connections, max.connections.per.ip (conn_quotas.go)
 
 	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
 
@@ -123,6 +127,12 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 
 		acceptWarnings: ratelog.New(ratelog.DefaultInterval, nil),
 	}
+	lim := DefaultConnectionLimits()
+	if cfg.Connections != nil {
+		lim = *cfg.Connections
+	}
+	s.cfg.Connections = &lim
+	s.quotas = newConnQuotas(lim, len(cfg.Listeners), s.log)
 	s.topicStats = topicStatsOf(replicas, cfg.Registry)
 	registerIdleGauge(cfg.Registry)
 	return s
@@ -181,6 +191,13 @@ func (s *Server) Serve() error {
 	lns := append([]boundListener(nil), s.lns...)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
+	if idle := s.cfg.Connections.IdleTimeout; idle > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.reapIdle(idle)
+		}()
+	}
 	for _, b := range lns {
 		wg.Add(1)
 		go func() {
@@ -199,13 +216,16 @@ func (s *Server) Serve() error {
 func (s *Server) acceptLoop(b boundListener) {
 	var backoff acceptBackoff
 	for {
+		if !s.quotas.waitForSlot(b.name) { // max.connections
+			return
+		}
 		nc, err := b.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
 				return
 			}
 			wait := backoff.next()
-			s.acceptWarnings.Warn(s.log.WithFields(logrus.Fields{"listener": b.name, "retryIn": wait.String()}).WithError(err), b.name, "accept failed; retrying")
+			s.acceptWarnings.Warn(s.log.WithFields(logrus.Fields{"listener": b.name, "backoff": wait.String()}).WithError(err), b.name, "accept failed; retrying")
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -216,16 +236,27 @@ func (s *Server) acceptLoop(b boundListener) {
 			continue
 		}
 		backoff.reset()
+		ip := remoteIP(nc)
+		if limit, ok := s.quotas.inc(b.name, ip); !ok {
+			// Kafka 2.4's Acceptor: accepted, then closed at once (TooManyConnectionsException).
+			s.acceptWarnings.Info(s.log.WithFields(logrus.Fields{"listener": b.name, "remote": ip}), "max.connections.per.ip/"+ip,
+				fmt.Sprintf("Rejected connection from %s, address already has the configured maximum of %d connections.", ip, limit))
+			_ = nc.Close()
+			s.quotas.dec(b.name, ip)
+			continue
+		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
 		c := newConn(s, nc, b.name)
 		if !s.track(c) {
 			_ = nc.Close()
+			s.quotas.dec(b.name, ip)
 			return
 		}
 		go func() {
 			defer s.wg.Done()
+			defer s.quotas.dec(b.name, ip)
 			defer s.untrack(c)
 			c.serve()
 		}()
@@ -279,6 +310,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.cancel()
+	s.quotas.close()
 	for _, b := range s.lns {
 		_ = b.ln.Close()
 	}
