@@ -237,6 +237,18 @@ func LogConfig(cfg *config.Config) logstore.Config {
 }
 
 // LogCleanerConfig is the broker's log cleaner configuration (log.cleaner.*).
+// connectionLimits are the wire server's connection settings (validated by config.Validate).
+func connectionLimits(cfg *config.Config) *broker.ConnectionLimits {
+	overrides, _ := config.ParsePerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
+	return &broker.ConnectionLimits{
+		MaxConnections:      int(cfg.MaxConnections),
+		MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
+		PerIPOverrides:      overrides,
+		IdleTimeout:         cfg.ConnectionsMaxIdle,
+		ProtectedListener:   cfg.InterBrokerListenerName,
+	}
+}
+
 func LogCleanerConfig(cfg *config.Config, reg metrics.Registry) logstore.CleanerConfig {
 	return logstore.CleanerConfig{
 		Enable: cfg.LogCleanerEnable, Threads: cfg.LogCleanerThreads, Backoff: cfg.LogCleanerBackoff,
@@ -378,6 +390,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		// for a stale znode of this broker to expire, up to the session timeout).
 		ClientWaitForMetadata: cfg.ZookeeperSessionTimeout + 5*time.Second,
 		StaticConfig:          cfg.Props,
+		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
 	}, b.rmgr, b.zk)

@@ -23,18 +23,18 @@ import (
 //     (brokers without that listener are left out). cluster_id from the config,
 //     controller_id from the last UpdateMetadata (-1 before the first).
 //   - A partition without a live leader → LEADER_NOT_AVAILABLE on the partition, leader -1.
-//   - Internal topics (__consumer_offsets) are reported with is_internal=true when named and
-//     left out of an all-topics answer; they are never auto-created here (FindCoordinator
-//     creates __consumer_offsets with the offsets.topic.* settings).
+//   - Internal topics (__consumer_offsets) are reported with is_internal=true, named or in an
+//     all-topics answer, as Kafka 2.4 does (clients skip them by that flag: franz-go's regex
+//     consumers, `isrbroker topics --list --exclude-internal`); they are never auto-created
+//     here (FindCoordinator creates __consumer_offsets with the offsets.topic.* settings).
 //   - An unknown topic is auto-created (num.partitions, default.replication.factor) when
 //     auto.create.topics.enable and (v < 4 or allow_auto_topic_creation) and the name is
 //     valid; it is answered LEADER_NOT_AVAILABLE (the client retries). Otherwise
 //     UNKNOWN_TOPIC_OR_PARTITION; an invalid name → INVALID_TOPIC_EXCEPTION.
 //
-// Deviations: an all-topics request leaves internal topics out (Kafka 2.4 lists them with
-// is_internal=true; isrbroker hides them unless named), and a request naming
-// __consumer_offsets before it exists gets UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4 would create
-// it with the offsets.topic.* settings; here only FindCoordinator does). v10+ (topic ids)
+// Deviations: a request naming __consumer_offsets before it exists gets
+// UNKNOWN_TOPIC_OR_PARTITION (Kafka 2.4 would create it with the offsets.topic.* settings;
+// here only FindCoordinator does). v10+ (topic ids)
 // is not advertised: isrbroker has no topic ids (docs/compatibility.md).
 //
 // Authorized operations (v8+): isrbroker has no authorizer, so, like Kafka 2.4 without
@@ -54,10 +54,7 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	var names []*string
 	if allTopics {
 		for _, t := range snap.TopicNames() {
-			if isInternalTopic(t) {
-				continue // hidden unless named
-			}
-			names = append(names, &t)
+			names = append(names, &t) // internal topics too, with is_internal=true (Kafka 2.4)
 		}
 	} else {
 		for i := range req.Topics {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -26,6 +27,9 @@ import (
 //     shows a leader for every new partition (the controller's LeaderAndIsr/UpdateMetadata
 //     went round), or the timeout → REQUEST_TIMED_OUT for the topics still waiting.
 //
+//   - A topic of more than zkcoord.MaxTopicPartitions partitions, or one taking the request
+//     above maxRequestPartitions new partitions, → INVALID_PARTITIONS naming the limit, with
+//     validate_only too (partition_limits.go; Kafka 2.4 has no limit).
 //   - Per-topic configs are checked against configdef's topic keys: an unknown key, a bad
 //     value or an unsupported non-default value → INVALID_CONFIG naming the key.
 //   - v5+ (KIP-525) answers a created (or validated) topic's num_partitions,
@@ -71,6 +75,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 	wctx, wcancel := context.WithTimeout(s.ctx, adminWriteTimeout)
 	defer wcancel()
 
+	budget := newPartitionBudget()
 	created := map[string]int32{} // topic → partitions, waiting for leaders
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, 0, len(req.Topics))
 	for i := range req.Topics {
@@ -84,6 +89,9 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 			}
 		}
 		spec, code, msg := topicSpec(s, req.Version, t)
+		if code == 0 && count[t.Topic] == 1 {
+			code, msg = budget.take(t.Topic, int64(spec.NumPartitions), int64(spec.NumPartitions))
+		}
 		switch {
 		case count[t.Topic] > 1:
 			setErr(kerr.InvalidRequest.Code, "topic listed more than once in the request")
@@ -92,6 +100,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 		default:
 			assign, err := s.admin.CreateTopic(wctx, spec, req.ValidateOnly)
 			if err != nil {
+				budget.refund(int64(spec.NumPartitions))
 				code, msg := adminErrorCode(err)
 				setErr(code, msg)
 				r.log().WithField("topic", t.Topic).WithError(err).Info("create topic failed")
@@ -182,6 +191,9 @@ func topicSpec(s *Server, version int16, t *kmsg.CreateTopicsRequestTopic) (zkco
 	if len(t.ReplicaAssignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 			return spec, kerr.InvalidRequest.Code, "both replica assignment and num_partitions/replication_factor are set"
+		}
+		if n := len(t.ReplicaAssignment); n > zkcoord.MaxTopicPartitions {
+			return spec, kerr.InvalidPartitions.Code, fmt.Sprintf("a replica assignment of %d partitions is above isrbroker's limit of %d partitions per topic.", n, zkcoord.MaxTopicPartitions)
 		}
 		spec.Assignment = make(map[int32][]int32, len(t.ReplicaAssignment))
 		for _, a := range t.ReplicaAssignment {

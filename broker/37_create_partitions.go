@@ -29,6 +29,9 @@ import (
 //     Without one the new partitions are assigned like at creation, continuing after the
 //     existing ones (zkcoord admin AddPartitions, the one write path, also used by
 //     `isrbroker topics --alter --partitions --zookeeper`).
+//   - A count above zkcoord.MaxTopicPartitions, or new partitions taking the request above
+//     maxRequestPartitions, → INVALID_PARTITIONS naming the limit (partition_limits.go;
+//     Kafka 2.4 has no limit).
 //   - validate_only checks and writes nothing.
 //   - Otherwise the answer waits until this broker's metadata cache shows a leader for every
 //     new partition, or timeout_ms → REQUEST_TIMED_OUT; timeout_ms <= 0 answers
@@ -82,6 +85,7 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 	wctx, wcancel := context.WithTimeout(s.ctx, adminWriteTimeout)
 	defer wcancel()
 
+	budget := newPartitionBudget()
 	grown := map[string]int32{} // topic → new partition count, waiting for leaders
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -104,7 +108,7 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 		case slices.ContainsFunc(reassigning, func(p zkcoord.PartitionReassignment) bool { return p.Topic == t.Topic }):
 			setErr(kerr.ReassignmentInProgress.Code, fmt.Sprintf("A partition reassignment is in progress for the topic '%s'.", t.Topic))
 		default:
-			code, msg := addPartitions(wctx, pa, t, req.ValidateOnly)
+			code, msg := addPartitions(wctx, pa, t, req.ValidateOnly, budget)
 			setErr(code, msg)
 			l := r.log().WithFields(logrus.Fields{"topic": t.Topic, "count": t.Count, "validateOnly": req.ValidateOnly})
 			if code != 0 {
@@ -137,10 +141,15 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 
 // addPartitions grows one topic through the admin; the explicit assignment's entries are
 // the new partitions in order.
-func addPartitions(ctx context.Context, pa PartitionAdder, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+func addPartitions(ctx context.Context, pa PartitionAdder, t *kmsg.CreatePartitionsRequestTopic, validateOnly bool, budget *partitionBudget) (int16, string) {
 	cur, err := pa.TopicAssignment(t.Topic)
 	if err != nil {
 		return adminErrorCode(err)
+	}
+	if t.Count > int32(len(cur)) { // else INVALID_PARTITIONS below, as Kafka
+		if code, msg := budget.take(t.Topic, int64(t.Count), int64(t.Count)-int64(len(cur))); code != 0 {
+			return code, msg
+		}
 	}
 	var assign map[int32][]int32
 	if t.Assignment != nil && t.Count > int32(len(cur)) { // else INVALID_PARTITIONS first, as Kafka
@@ -152,7 +161,9 @@ func addPartitions(ctx context.Context, pa PartitionAdder, t *kmsg.CreatePartiti
 			assign[int32(len(cur)+i)] = slices.Clone(a.Replicas)
 		}
 	}
-	_, err = pa.AddPartitions(ctx, t.Topic, t.Count, assign, validateOnly)
+	if _, err = pa.AddPartitions(ctx, t.Topic, t.Count, assign, validateOnly); err != nil && t.Count > int32(len(cur)) {
+		budget.refund(int64(t.Count) - int64(len(cur)))
+	}
 	return adminErrorCode(err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,13 @@ type conn struct {
 	closeOnce sync.Once
 
 	out responseStream // the responses in request order (conn_write.go)
+
+	// activity counts the frames read and the responses written; the idle reaper
+	// (conn_quotas.go) closes a connection whose count stays still for
+	// connections.max.idle.ms. idleSeen and idleSince are the reaper's own.
+	activity  atomic.Uint64
+	idleSeen  uint64
+	idleSince time.Time
 
 	// lastClientID is the previous request's client id, reused for the next when equal
 	// (kproto.ParseHeaderReusing); the reader's only.
@@ -124,21 +132,14 @@ func (c *conn) serve() {
 		// machine a fresh 1 MiB buffer per request also means touching memory the host may have
 		// taken back (docs/performance.md, "Why kfake runs slower here"). A frame too short for
 		// a header is read, then refused by handleFrame (Kafka's rule).
-		var pooled *[]byte
-		if n, ok := peekProduceFrame(br, c.s.cfg.SocketRequestMaxBytes); ok {
-			pooled = produceBuffers.get(n)
-		}
-		var buf []byte
-		if pooled != nil {
-			buf = *pooled
-		}
-		frame, err := kproto.ReadFrameInto(br, c.s.cfg.SocketRequestMaxBytes, buf)
+		frame, pooled, err := readRequestFrame(br, c.s.cfg.SocketRequestMaxBytes, &produceBuffers)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
 			}
 			return
 		}
+		c.activity.Add(1)
 		err = c.handleFrame(frame)
 		if pooled != nil {
 			produceBuffers.put(pooled)

@@ -211,6 +211,7 @@ func (c *conn) written(sl *slot) bool {
 		c.out.buf = nil
 	}
 	sl.timing.record()
+	c.activity.Add(1)
 	<-c.inflight
 	if sl.r.close {
 		c.log.Info("closing connection after an acks=0 produce error")

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
@@ -250,6 +251,10 @@ func (a *fakeAdmin) CreateTopic(_ context.Context, spec zkcoord.TopicSpec, valid
 	if spec.NumPartitions <= 0 {
 		return nil, zkcoord.ErrInvalidPartitions
 	}
+	if spec.NumPartitions > 1<<16 {
+		// Refuse to loop towards a huge count: the server must have refused it first.
+		return nil, fmt.Errorf("fake admin: asked to assign %d partitions", spec.NumPartitions)
+	}
 	if spec.ReplicationFactor <= 0 || int(spec.ReplicationFactor) > a.brokers {
 		return nil, zkcoord.ErrInvalidReplicationFactor
 	}
@@ -330,6 +335,13 @@ type testEnv struct {
 // startServer runs a Server on 127.0.0.1:0 with the fakes; mod adjusts the config.
 func startServer(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
+	return startServerWith(t, mod, nil)
+}
+
+// startServerWith is startServer with the admin the server gets made by wrap from the fake
+// (nil: the fake itself).
+func startServerWith(t testing.TB, mod func(*Config), wrap func(*fakeAdmin) Admin) *testEnv {
+	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	cfg := Config{
@@ -344,7 +356,11 @@ func startServer(t testing.TB, mod func(*Config)) *testEnv {
 	}
 	reps := newFakeReplicas()
 	admin := &fakeAdmin{topics: map[string]int32{}, brokers: 1, reps: reps}
-	srv := New(cfg, reps, admin)
+	var adm Admin = admin
+	if wrap != nil {
+		adm = wrap(admin)
+	}
+	srv := New(cfg, reps, adm)
 	admin.srv = srv
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

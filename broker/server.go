@@ -13,6 +13,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/logstore/ratelog"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -41,8 +42,10 @@ type Config struct {
 	// StaticConfig is server.properties with --override (config.Config.Props), the
 	// STATIC_BROKER_CONFIG source of DescribeConfigs.
 	StaticConfig map[string]string
-	Registry     metrics.Registry
-	Log          logrus.FieldLogger
+	// Connections are the connection limits and idle timeout (nil: DefaultConnectionLimits).
+	Connections *ConnectionLimits
+	Registry    metrics.Registry
+	Log         logrus.FieldLogger
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.
@@ -76,7 +79,13 @@ type Server struct {
 
 	pids producerIDs // InitProducerId's current producer-id block
 
+	quotas *connQuotas // max.connections, max.connections.per.ip (conn_quotas.go)
+
 	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
+
+	// acceptWarnings rate-limits the accept loops' failure lines (one per listener per 10 s,
+	// with suppressed=<n>): out of file descriptors, Accept fails on every attempt.
+	acceptWarnings *ratelog.Limiter
 }
 
 type boundListener struct {
@@ -115,7 +124,15 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 		conns:        make(map[*conn]struct{}),
 		replBytesOut: metrics.GetOrRegisterMeter(MetricReplicationBytesOut, cfg.Registry),
 		reqMetrics:   newRequestMetrics(cfg.Registry),
+
+		acceptWarnings: ratelog.New(ratelog.DefaultInterval, nil),
 	}
+	lim := DefaultConnectionLimits()
+	if cfg.Connections != nil {
+		lim = *cfg.Connections
+	}
+	s.cfg.Connections = &lim
+	s.quotas = newConnQuotas(lim, len(cfg.Listeners), s.log)
 	s.topicStats = topicStatsOf(replicas, cfg.Registry)
 	registerIdleGauge(cfg.Registry)
 	return s
@@ -174,6 +191,13 @@ func (s *Server) Serve() error {
 	lns := append([]boundListener(nil), s.lns...)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
+	if idle := s.cfg.Connections.IdleTimeout; idle > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.reapIdle(idle)
+		}()
+	}
 	for _, b := range lns {
 		wg.Add(1)
 		go func() {
@@ -185,24 +209,40 @@ func (s *Server) Serve() error {
 	return nil
 }
 
+// acceptLoop accepts the listener's connections until Close. A failed Accept (EMFILE or
+// ENFILE when out of file descriptors, ECONNABORTED, ...) is retried after acceptBackoff's
+// wait, logged rate-limited: retrying at once would spin a core while the descriptors stay
+// exhausted.
 func (s *Server) acceptLoop(b boundListener) {
+	var backoff acceptBackoff
 	for {
+		if !s.quotas.waitForSlot(b.name) { // max.connections
+			return
+		}
 		nc, err := b.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
+			wait := backoff.next()
+			s.acceptWarnings.Warn(s.log.WithFields(logrus.Fields{"listener": b.name, "backoff": wait.String()}).WithError(err), b.name, "accept failed; retrying")
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
 				return
 			}
-			s.log.WithError(err).Warn("accept failed")
+			continue
+		}
+		backoff.reset()
+		ip := remoteIP(nc)
+		if limit, ok := s.quotas.inc(b.name, ip); !ok {
+			// Kafka 2.4's Acceptor: accepted, then closed at once (TooManyConnectionsException).
+			s.acceptWarnings.Info(s.log.WithFields(logrus.Fields{"listener": b.name, "remote": ip}), "max.connections.per.ip/"+ip,
+				fmt.Sprintf("Rejected connection from %s, address already has the configured maximum of %d connections.", ip, limit))
+			_ = nc.Close()
+			s.quotas.dec(b.name, ip)
 			continue
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
@@ -211,10 +251,12 @@ func (s *Server) acceptLoop(b boundListener) {
 		c := newConn(s, nc, b.name)
 		if !s.track(c) {
 			_ = nc.Close()
+			s.quotas.dec(b.name, ip)
 			return
 		}
 		go func() {
 			defer s.wg.Done()
+			defer s.quotas.dec(b.name, ip)
 			defer s.untrack(c)
 			c.serve()
 		}()
@@ -268,6 +310,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.cancel()
+	s.quotas.close()
 	for _, b := range s.lns {
 		_ = b.ln.Close()
 	}
@@ -287,3 +330,23 @@ func (s *Server) Close() error {
 func tp(topic string, partition int32) rm.TopicPartition {
 	return rm.TopicPartition{Topic: topic, Partition: partition}
 }
+
+// acceptBackoff is the accept loop's wait after a failed Accept (EMFILE, ENFILE, ...): 5 ms,
+// doubling up to 1 s, reset by a successful one, as Go's net/http server does.
+type acceptBackoff struct{ d time.Duration }
+
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+func (b *acceptBackoff) next() time.Duration {
+	if b.d == 0 {
+		b.d = acceptBackoffMin
+	} else {
+		b.d = min(2*b.d, acceptBackoffMax)
+	}
+	return b.d
+}
+
+func (b *acceptBackoff) reset() { b.d = 0 }

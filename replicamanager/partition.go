@@ -179,7 +179,7 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (l
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.offline {
-		return logstore.AppendInfo{}, storageErrorCode
+		return logstore.AppendInfo{}, -1, storageErrorCode
 	}
 	if !p.isLeaderLocked() || p.leader == nil {
 		return logstore.AppendInfo{}, -1, kerr.NotLeaderForPartition.Code

@@ -88,6 +88,9 @@ type (
 // ProducerIDBlockSize is the number of producer ids a broker takes at once.
 const ProducerIDBlockSize = zkdata.ProducerIDBlockSize
 
+// MaxTopicPartitions bounds one topic's partition count (admin.MaxTopicPartitions).
+const MaxTopicPartitions = admin.MaxTopicPartitions
+
 // Functions of the sub-packages used by the broker and the operator tools.
 var (
 	EncodeReassignment      = zkdata.EncodeReassignment

@@ -44,11 +44,15 @@ type Config struct {
 	BrokerRack string `key:"broker.rack"`
 
 	// Sockets.
-	Listeners                   []Listener        // listeners, else port/host.name
-	AdvertisedListeners         []Listener        // advertised.listeners, else advertised.host.name/port, else listeners
-	ListenerSecurityProtocolMap map[string]string // listener.security.protocol.map
-	InterBrokerListenerName     string            // inter.broker.listener.name, else security.inter.broker.protocol
-	SocketRequestMaxBytes       int32             `key:"socket.request.max.bytes"`
+	Listeners                    []Listener        // listeners, else port/host.name
+	AdvertisedListeners          []Listener        // advertised.listeners, else advertised.host.name/port, else listeners
+	ListenerSecurityProtocolMap  map[string]string // listener.security.protocol.map
+	InterBrokerListenerName      string            // inter.broker.listener.name, else security.inter.broker.protocol
+	SocketRequestMaxBytes        int32             `key:"socket.request.max.bytes"`
+	MaxConnections               int32             `key:"max.connections"`
+	MaxConnectionsPerIP          int32             `key:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides string            `key:"max.connections.per.ip.overrides"` // host:count,host:count (PerIPOverrides)
+	ConnectionsMaxIdle           time.Duration     `key:"connections.max.idle.ms"`
 
 	// ZooKeeper.
 	ZookeeperConnect           string        // zookeeper.connect (required) host:port[,host:port][/chroot]
@@ -344,6 +348,14 @@ func (c *Config) Validate() error {
 			return invalid("metrics.advertised.listen", c.MetricsAdvertisedListen, "%v", err)
 		}
 	}
+	overrides, err := ParsePerIPOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return invalid("max.connections.per.ip.overrides", c.MaxConnectionsPerIPOverrides, "%v", err)
+	}
+	if c.MaxConnectionsPerIP == 0 && len(overrides) == 0 {
+		// KafkaConfig.validateValues.
+		return invalid("max.connections.per.ip", "0", "can be set to zero only if max.connections.per.ip.overrides is set")
+	}
 	if c.LocalAddress != "" && net.ParseIP(c.LocalAddress) == nil {
 		return invalid("isrbroker.local.address", c.LocalAddress, "not an IP address")
 	}
@@ -428,4 +440,28 @@ func (c *Config) checkListener(l Listener) error {
 		return fmt.Errorf("listener %s uses security protocol %s; isrbroker supports PLAINTEXT only", l.Name, proto)
 	}
 	return nil
+}
+
+// ParsePerIPOverrides parses max.connections.per.ip.overrides, "host:count,host:count"
+// (Kafka's parseCsvMap; the count follows the last colon, so an IPv6 address may be given,
+// bracketed or not).
+func ParsePerIPOverrides(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("%q is not host:count", e)
+		}
+		host := strings.Trim(strings.TrimSpace(e[:i]), "[]")
+		n, err := strconv.Atoi(strings.TrimSpace(e[i+1:]))
+		if err != nil || n < 0 || host == "" {
+			return nil, fmt.Errorf("%q is not host:count with a count >= 0", e)
+		}
+		out[host] = n
+	}
+	return out, nil
 }

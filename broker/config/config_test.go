@@ -255,6 +255,10 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"log.cleaner.dedupe.buffer.size", "2097152",
 		"log.message.timestamp.type", "LogAppendTime",
 		"log.message.timestamp.difference.max.ms", "3600000",
+		"max.connections", "1000",
+		"max.connections.per.ip", "50",
+		"max.connections.per.ip.overrides", "127.0.0.1:200, [::1]:0",
+		"connections.max.idle.ms", "30000",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -276,6 +280,10 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ListenerSecurityProtocolMap = map[string]string{"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"}
 	want.InterBrokerListenerName = "INTERNAL"
 	want.SocketRequestMaxBytes = 1000
+	want.MaxConnections = 1000
+	want.MaxConnectionsPerIP = 50
+	want.MaxConnectionsPerIPOverrides = "127.0.0.1:200, [::1]:0"
+	want.ConnectionsMaxIdle = 30 * time.Second
 	want.ZookeeperConnect = "zk1:2181,zk2,[::1]:2182/kafka/a"
 	want.ZookeeperServers = []string{"zk1:2181", "zk2:2181", "[::1]:2182"}
 	want.ZookeeperChroot = "/kafka/a"
@@ -454,6 +462,13 @@ func TestErrors(t *testing.T) {
 			`invalid value "3000" for "replica.fetch.wait.max.ms": must be at most replica.socket.timeout.ms (2000) to prevent unnecessary socket timeouts`},
 		{"wait > lag", with("replica.fetch.wait.max.ms", "3000", "replica.lag.time.max.ms", "2000"), ErrInvalidValue,
 			`invalid value "3000" for "replica.fetch.wait.max.ms": must be at most replica.lag.time.max.ms (2000) to prevent frequent ISR changes`},
+
+		{"per ip 0 without overrides", with("max.connections.per.ip", "0"), ErrInvalidValue,
+			`invalid value "0" for "max.connections.per.ip": can be set to zero only if max.connections.per.ip.overrides is set`},
+		{"overrides without count", with("max.connections.per.ip.overrides", "host1"), ErrInvalidValue,
+			`invalid value "host1" for "max.connections.per.ip.overrides": "host1" is not host:count`},
+		{"overrides bad count", with("max.connections.per.ip.overrides", "host1:x"), ErrInvalidValue,
+			`invalid value "host1:x" for "max.connections.per.ip.overrides": "host1:x" is not host:count with a count >= 0`},
 
 		// Derived keys name the property the operator wrote.
 		{"retention hours 0", with("log.retention.hours", "0"), ErrInvalidValue,

@@ -48,7 +48,6 @@ const (
 	whyMetrics      = "isrbroker exports its metrics over HTTP at metrics.listen"
 	whyPurgatory    = "isrbroker removes a delayed operation from its purgatory as soon as it completes"
 	whySockets      = "isrbroker uses the operating system's socket buffer sizes"
-	whyConnections  = "isrbroker has no connection limits"
 	whyVersions     = "isrbroker speaks Kafka 2.4's protocol and v2 record batches only"
 	whyIDs          = "isrbroker does not generate broker ids; broker.id is required"
 	whyAlterLogDirs = "isrbroker does not move replicas between log directories"
@@ -114,11 +113,12 @@ func declared() []*Key {
 		broker("socket.send.buffer.bytes", Int, "102400", nil, "SO_SNDBUF of client connections.").unused(whySockets),
 		broker("socket.receive.buffer.bytes", Int, "102400", nil, "SO_RCVBUF of client connections.").unused(whySockets),
 		broker("replica.socket.receive.buffer.bytes", Int, "65536", nil, "SO_RCVBUF of replica fetcher connections.").unused(whySockets),
-		broker("max.connections", Int, intMax, AtLeast(0), "Connections the broker accepts in total.").dyn(ClusterWide).unused(whyConnections),
-		broker("max.connections.per.ip", Int, intMax, AtLeast(0), "Connections accepted from one IP address.").dyn(ClusterWide).unused(whyConnections),
-		broker("max.connections.per.ip.overrides", String, "", nil, "Per-IP overrides of max.connections.per.ip.").dyn(ClusterWide).unused(whyConnections),
-		broker("connections.max.idle.ms", Long, "600000", nil, "Idle connections are closed after this long.").ms().
-			unused("isrbroker keeps idle connections open until the client closes them"),
+		broker("max.connections", Int, intMax, AtLeast(0),
+			"Connections the broker holds, all listeners together; at the limit it stops accepting until one closes (the inter-broker listener excepted when there are others).").dyn(ClusterWide),
+		broker("max.connections.per.ip", Int, intMax, AtLeast(0),
+			"Connections from one IP address; the one over the limit is accepted and closed. 0 only with max.connections.per.ip.overrides.").dyn(ClusterWide),
+		broker("max.connections.per.ip.overrides", String, "", nil, "Per-host limits overriding max.connections.per.ip: host:count,host:count.").dyn(ClusterWide),
+		broker("connections.max.idle.ms", Long, "600000", nil, "A connection with nothing read or written and no request in progress for this long is closed.").ms(),
 		broker("request.timeout.ms", Int, "30000", nil, "Timeout of requests the broker itself sends as a client (Kafka: transaction markers).").ms().
 			unused("isrbroker's own requests are bounded by replica.socket.timeout.ms and controller.socket.timeout.ms"),
 		broker("queued.max.requests", Int, "500", AtLeast(1), "Requests queued for the I/O threads.").unused(whyThreads),

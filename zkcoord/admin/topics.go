@@ -48,6 +48,9 @@ func AssignReplicasToBrokers(brokers []int32, nPartitions int32, rf int16, start
 	if nPartitions <= 0 {
 		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", ErrInvalidPartitions)
 	}
+	if err := checkPartitionCount("", int64(nPartitions)); err != nil {
+		return nil, err
+	}
 	if rf <= 0 {
 		return nil, fmt.Errorf("%w: replication factor must be larger than 0", ErrInvalidReplicationFactor)
 	}
@@ -140,6 +143,13 @@ func validateAssignment(a map[int32][]int32, live []int32) error {
 func (adm *Admin) CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (map[int32][]int32, error) {
 	if !zkdata.ValidTopicName(spec.Name) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidTopic, spec.Name)
+	}
+	n := int64(spec.NumPartitions)
+	if len(spec.Assignment) > 0 {
+		n = int64(len(spec.Assignment))
+	}
+	if err := checkPartitionCount(spec.Name, n); err != nil {
+		return nil, err
 	}
 	existing, err := adm.r.Topics()
 	if err != nil {
@@ -248,6 +258,9 @@ func (adm *Admin) DeleteTopic(ctx context.Context, topic string) error {
 func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions int32, newAssignment map[int32][]int32, validateOnly bool) (map[int32][]int32, error) {
 	if !zkdata.ValidTopicName(topic) {
 		return nil, ErrUnknownTopic
+	}
+	if err := checkPartitionCount(topic, int64(numPartitions)); err != nil {
+		return nil, err
 	}
 	data, st, err := adm.conn.Get(zkdata.TopicPath(topic))
 	if errors.Is(err, zk.ErrNoNode) {
@@ -363,6 +376,9 @@ func assignReplicasFrom(brokers []int32, n int32, rf int, startIndex int, startP
 	nb := len(brokers)
 	if rf <= 0 || n <= 0 {
 		return nil, fmt.Errorf("%w: nothing to assign", ErrInvalidPartitions)
+	}
+	if err := checkPartitionCount("", int64(startPartition)+int64(n)); err != nil {
+		return nil, err
 	}
 	if rf > nb {
 		return nil, fmt.Errorf("%w: replication factor: %d larger than available brokers: %d", ErrInvalidReplicationFactor, rf, nb)

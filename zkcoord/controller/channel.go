@@ -174,10 +174,17 @@ func (s *brokerSender) run() {
 		<-s.stop
 		cancel()
 	}()
+	var lastUsed time.Time
 	for {
 		req, ok := s.q.Get(s.stop)
 		if !ok {
 			return
+		}
+		if conn != nil && time.Since(lastUsed) > connMaxIdle {
+			// The broker closes connections idle for connections.max.idle.ms (10 min by
+			// default); close ours first, as Kafka's clients do, rather than fail a send on it.
+			conn.Close()
+			conn = nil
 		}
 		for attempt := 0; ; attempt++ {
 			if conn == nil {
@@ -212,11 +219,16 @@ func (s *brokerSender) run() {
 				}
 				continue
 			}
+			lastUsed = time.Now()
 			s.onResp(s.id, req, resp)
 			break
 		}
 	}
 }
+
+// connMaxIdle is the connections.max.idle.ms of Kafka's clients (9 min): below the broker's
+// default (10 min), so an idle controller connection is closed by its sender first.
+const connMaxIdle = 540000 * time.Millisecond
 
 func (s *brokerSender) backoff() bool {
 	t := time.NewTimer(sendBackoff)
