@@ -235,14 +235,18 @@ func (gm *groupMetadataManager) loadPartition(p int32, gen uint64, onGroupLoaded
 		Info("finished loading offsets and group metadata")
 }
 
-// unloadPartition drops the groups of partition p (removeGroupsForPartition) unless the
-// partition is owned again; onGroupUnloaded runs under the lock of each group dropped.
+// unloadPartition drops the groups of partition p (removeGroupsForPartition's
+// removeGroupsAndOffsets); onGroupUnloaded runs under the lock of each group dropped.
+//
+// It drops them even when p is loading again by now (leadership came back while this unload
+// was queued): another leader may have moved the groups on meanwhile (commits, rebalances,
+// deletions) and the load queued behind this unload rebuilds them from the log, as Kafka's
+// GroupMetadataManager does. Keeping them would serve the offsets and generations from
+// before the flip. p cannot be owned here: removeGroupsForPartition disowned it and bumped its
+// leadership generation, so only a load scheduled after this unload (and run after it, the
+// scheduler keeping their order) owns it again.
 func (gm *groupMetadataManager) unloadPartition(p int32, onGroupUnloaded func(*group)) {
 	gm.mu.Lock()
-	if gm.owned[p] || gm.loading[p] {
-		gm.mu.Unlock()
-		return
-	}
 	var gone []*group
 	for id, g := range gm.groups {
 		if gm.partitionFor(id) == p {
