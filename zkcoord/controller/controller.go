@@ -102,7 +102,8 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 	ct.psm = newPartitionStateMachine(ct)
 	ct.rsm = newReplicaStateMachine(ct)
 	ct.chans = &channelManager{ct: ct, senders: map[int32]*brokerSender{}}
-	ct.deletion = &topicDeletionManager{ct: ct, queued: map[string]bool{}}
+	ct.deletion = &topicDeletionManager{ct: ct}
+	ct.deletion.reset()
 	ct.reassign = &reassigner{ct: ct, inProgress: map[TopicPartition]*reassignCtx{}}
 	ct.preferred = &preferredElector{ct: ct}
 	return ct
@@ -230,6 +231,10 @@ func (ct *Controller) handle(ev event) {
 		err = ct.preferred.processAutoRebalance(ev.epoch)
 	case evUncleanEnable:
 		err = ct.processUncleanEnable(ev.topic)
+	case evStopReplicaAnswer:
+		if ev.epoch == ct.ctx.epoch {
+			err = ct.deletion.onStopReplicaAnswer(ev.stop)
+		}
 	}
 	ct.handleErr(err)
 }

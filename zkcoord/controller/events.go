@@ -22,13 +22,14 @@ const (
 	evShutdown                            // Close
 	evElectLeaders                        // an ElectLeaders request (ReplicaLeaderElection(AdminClientTriggered), KIP-460)
 	evUncleanEnable                       // unclean.leader.election.enable turned on (TopicUncleanLeaderElectionEnable)
+	evStopReplicaAnswer                   // a StopReplica(delete=true) answer (TopicDeletionStopReplicaResponseReceived)
 )
 
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
 	"PartitionModifications", "TopicDeletion", "IsrChangeNotification", "StaleControllerEpoch",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
 	"PartitionReassignment", "PartitionReassignmentIsrChange", "ApiPartitionReassignment", "Shutdown",
-	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable"}
+	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable", "TopicDeletionStopReplicaResponseReceived"}
 
 func (k evKind) String() string {
 	if int(k) < len(evNames) {
@@ -45,7 +46,8 @@ type event struct {
 	topic string
 	epoch int32
 
-	shutdown *shutdownReq // evControlledShutdown
-	elect    *electReq    // evElectLeaders
-	call     func()       // evReassignAPI: runs on the controller goroutine and answers its caller
+	shutdown *shutdownReq       // evControlledShutdown
+	elect    *electReq          // evElectLeaders
+	call     func()             // evReassignAPI: runs on the controller goroutine and answers its caller
+	stop     *stopReplicaAnswer // evStopReplicaAnswer (epoch: the request's controller epoch)
 }
