@@ -142,8 +142,16 @@ func (ct *Controller) stateChangeLog() *logrus.Entry {
 func (ct *Controller) Reelect() { ct.enqueue(event{kind: evElect}) }
 
 // Expire drops queued work and resigns first (ControllerEventManager.clearAndPut(Expire)).
-// It is called from the session goroutine and never waits for the event loop.
-func (ct *Controller) Expire() { ct.q.ClearAndPut(event{kind: evExpire}) }
+// The dropped requests (ControlledShutdown, ElectLeaders, the KIP-455 calls) are answered
+// NOT_CONTROLLER at once (Kafka's preempt), not left to their callers' timeouts. It is called
+// from the session goroutine and never waits for the event loop.
+func (ct *Controller) Expire() {
+	for _, ev := range ct.q.ClearAndPut(event{kind: evExpire}) {
+		if ev.preempt != nil {
+			ev.preempt()
+		}
+	}
+}
 
 func (ct *Controller) enqueue(ev event) { ct.q.Put(ev) }
 

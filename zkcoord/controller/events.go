@@ -50,4 +50,9 @@ type event struct {
 	elect    *electReq          // evElectLeaders
 	call     func()             // evReassignAPI: runs on the controller goroutine and answers its caller
 	stop     *stopReplicaAnswer // evStopReplicaAnswer (epoch: the request's controller epoch)
+	// preempt answers the caller of a request event NOT_CONTROLLER when the event is dropped
+	// from the queue unprocessed (Kafka's ControllerEvent.preempt, on clearAndPut). Kafka 2.4
+	// preempts ControlledShutdown and ReplicaLeaderElection; the KIP-455 calls are preempted
+	// here too rather than left unanswered.
+	preempt func()
 }
