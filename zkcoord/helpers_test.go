@@ -81,7 +81,16 @@ func (f *fakeBroker) serve(t testing.TB, c net.Conn) {
 		case *kmsg.UpdateMetadataResponse:
 			r.ErrorCode = code
 		case *kmsg.StopReplicaResponse:
+			// A broker answers for every requested partition (the controller deletes a topic
+			// only when each replica answered without an error).
 			r.ErrorCode = code
+			for _, t := range req.(*kmsg.StopReplicaRequest).Topics {
+				for _, p := range t.Partitions {
+					rp := kmsg.NewStopReplicaResponsePartition()
+					rp.Topic, rp.Partition, rp.ErrorCode = t.Topic, p, code
+					r.Partitions = append(r.Partitions, rp)
+				}
+			}
 		}
 		if _, err := c.Write(kproto.AppendResponse(nil, h.CorrelationID, resp)); err != nil {
 			return

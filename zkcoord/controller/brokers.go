@@ -82,11 +82,9 @@ func (ct *Controller) processBrokerChange() error {
 		}
 	}
 	b.send()
-	if ct.deletion.waitsFor(append(newIDs, bouncedIDs...)) {
-		// A broker holding a replica of a topic queued for deletion is back: retry the deletion.
-		return ct.deletion.process()
-	}
-	return nil
+	// A broker holding a replica of a topic queued for deletion is back: the topic is eligible
+	// again and its deletion resumes (resumeDeletionForTopics).
+	return ct.deletion.resumeFor(append(newIDs, bouncedIDs...))
 }
 
 // onBrokerStartup: UpdateMetadata to the existing brokers, a full one to the new brokers,
@@ -171,6 +169,5 @@ func (ct *Controller) onBrokerFailure(deadIDs []int32, b *requestBatch) error {
 	if err := ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
 		return err
 	}
-	ct.rsm.failDeletion(deleting)
-	return nil
+	return ct.deletion.failReplicas(deleting)
 }

@@ -126,7 +126,12 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 		epoch = req.(*kmsg.UpdateMetadataRequest).ControllerEpoch
 	case *kmsg.StopReplicaResponse:
 		code = r.ErrorCode
-		epoch = req.(*kmsg.StopReplicaRequest).ControllerEpoch
+		sr := req.(*kmsg.StopReplicaRequest)
+		epoch = sr.ControllerEpoch
+		if sr.DeletePartitions {
+			// The deletion manager decides on the answer (Kafka's StopReplica callback).
+			m.ct.enqueue(event{kind: evStopReplicaAnswer, epoch: epoch, stop: newStopReplicaAnswer(brokerID, sr, r)})
+		}
 	}
 	if code == 0 {
 		return
@@ -136,6 +141,20 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 	if code == kerr.StaleControllerEpoch.Code {
 		m.ct.enqueue(event{kind: evStaleEpoch, epoch: epoch})
 	}
+}
+
+// newStopReplicaAnswer collects the per-partition codes of a StopReplica(delete=true) answer.
+func newStopReplicaAnswer(brokerID int32, req *kmsg.StopReplicaRequest, resp *kmsg.StopReplicaResponse) *stopReplicaAnswer {
+	a := &stopReplicaAnswer{broker: brokerID, brokerEpoch: req.BrokerEpoch, code: resp.ErrorCode, errs: map[TopicPartition]int16{}}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			a.partitions = append(a.partitions, TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	for _, p := range resp.Partitions {
+		a.errs[TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.ErrorCode
+	}
+	return a
 }
 
 // brokerSender is Kafka's RequestSendThread: one goroutine and an unbounded queue per live

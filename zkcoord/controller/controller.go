@@ -102,7 +102,8 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 	ct.psm = newPartitionStateMachine(ct)
 	ct.rsm = newReplicaStateMachine(ct)
 	ct.chans = &channelManager{ct: ct, senders: map[int32]*brokerSender{}}
-	ct.deletion = &topicDeletionManager{ct: ct, queued: map[string]bool{}}
+	ct.deletion = &topicDeletionManager{ct: ct}
+	ct.deletion.reset()
 	ct.reassign = &reassigner{ct: ct, inProgress: map[TopicPartition]*reassignCtx{}}
 	ct.preferred = &preferredElector{ct: ct}
 	return ct
@@ -141,8 +142,16 @@ func (ct *Controller) stateChangeLog() *logrus.Entry {
 func (ct *Controller) Reelect() { ct.enqueue(event{kind: evElect}) }
 
 // Expire drops queued work and resigns first (ControllerEventManager.clearAndPut(Expire)).
-// It is called from the session goroutine and never waits for the event loop.
-func (ct *Controller) Expire() { ct.q.ClearAndPut(event{kind: evExpire}) }
+// The dropped requests (ControlledShutdown, ElectLeaders, the KIP-455 calls) are answered
+// NOT_CONTROLLER at once (Kafka's preempt), not left to their callers' timeouts. It is called
+// from the session goroutine and never waits for the event loop.
+func (ct *Controller) Expire() {
+	for _, ev := range ct.q.ClearAndPut(event{kind: evExpire}) {
+		if ev.preempt != nil {
+			ev.preempt()
+		}
+	}
+}
 
 func (ct *Controller) enqueue(ev event) { ct.q.Put(ev) }
 
@@ -234,6 +243,10 @@ func (ct *Controller) handle(ev event) {
 		err = ct.processLogDirEvent()
 	case evLeaderAndIsrResponse:
 		err = ct.processLeaderAndIsrResponse(ev.lair)
+	case evStopReplicaAnswer:
+		if ev.epoch == ct.ctx.epoch {
+			err = ct.deletion.onStopReplicaAnswer(ev.stop)
+		}
 	}
 	ct.handleErr(err)
 }

@@ -56,7 +56,8 @@ var errElectFailed = errors.New("zkcoord: controller failed while processing the
 // error when ctx ends first.
 func (ct *Controller) ElectLeaders(ctx context.Context, partitions []TopicPartition, unclean bool) (map[TopicPartition]ElectionResult, error) {
 	req := &electReq{partitions: partitions, unclean: unclean, reply: make(chan electResult, 1)}
-	r, err := await(ctx, ct, event{kind: evElectLeaders, elect: req}, req.reply)
+	preempt := func() { req.reply <- electResult{err: ErrNotController} }
+	r, err := await(ctx, ct, event{kind: evElectLeaders, elect: req, preempt: preempt}, req.reply)
 	if err != nil {
 		return nil, err
 	}

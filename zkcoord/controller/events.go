@@ -24,6 +24,7 @@ const (
 	evUncleanEnable                       // unclean.leader.election.enable turned on (TopicUncleanLeaderElectionEnable)
 	evLogDirEvent                         // /log_dir_event_notification children (LogDirEventNotification, logdir.go)
 	evLeaderAndIsrResponse                // a broker's LeaderAndIsr answer named partitions (LeaderAndIsrResponseReceived)
+	evStopReplicaAnswer                   // a StopReplica(delete=true) answer (TopicDeletionStopReplicaResponseReceived)
 )
 
 var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange", "TopicChange",
@@ -31,7 +32,7 @@ var evNames = [...]string{"Elect", "ControllerChange", "Expire", "BrokerChange",
 	"ControlledShutdown", "ReplicaLeaderElection", "AutoPreferredReplicaLeaderElection",
 	"PartitionReassignment", "PartitionReassignmentIsrChange", "ApiPartitionReassignment", "Shutdown",
 	"ReplicaLeaderElection(AdminClient)", "TopicUncleanLeaderElectionEnable", "LogDirEventNotification",
-	"LeaderAndIsrResponseReceived"}
+	"LeaderAndIsrResponseReceived", "TopicDeletionStopReplicaResponseReceived"}
 
 func (k evKind) String() string {
 	if int(k) < len(evNames) {
@@ -48,8 +49,14 @@ type event struct {
 	topic string
 	epoch int32
 
-	shutdown *shutdownReq // evControlledShutdown
-	elect    *electReq    // evElectLeaders
-	call     func()       // evReassignAPI: runs on the controller goroutine and answers its caller
-	lair     *lairAnswer  // evLeaderAndIsrResponse
+	shutdown *shutdownReq       // evControlledShutdown
+	elect    *electReq          // evElectLeaders
+	call     func()             // evReassignAPI: runs on the controller goroutine and answers its caller
+	lair     *lairAnswer        // evLeaderAndIsrResponse
+	stop     *stopReplicaAnswer // evStopReplicaAnswer (epoch: the request's controller epoch)
+	// preempt answers the caller of a request event NOT_CONTROLLER when the event is dropped
+	// from the queue unprocessed (Kafka's ControllerEvent.preempt, on clearAndPut). Kafka 2.4
+	// preempts ControlledShutdown and ReplicaLeaderElection; the KIP-455 calls are preempted
+	// here too rather than left unanswered.
+	preempt func()
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,14 +20,42 @@ import (
 )
 
 // fakeNet records the controller's requests per target broker and answers each with an
-// empty response carrying code. Broker b listens on "b<id>:9092".
+// empty response carrying code (a StopReplica answer names every requested partition, with
+// stopErr's code for it). Broker b listens on "b<id>:9092". A held broker records the
+// requests but never answers them (each attempt ends with the request's timeout), as a
+// broker that crashed before its session expired.
 type fakeNet struct {
-	mu   sync.Mutex
-	reqs map[int32][]kmsg.Request
-	code int16
+	mu      sync.Mutex
+	reqs    map[int32][]kmsg.Request
+	code    int16
+	stopErr map[int32]map[TopicPartition]int16 // StopReplica per-partition codes, per broker
+	held    map[int32]bool
 	// partCode, when set for a broker, is the error its LeaderAndIsr answers give every
 	// partition of the request (KAFKA_STORAGE_ERROR from a broker with an offline log dir).
 	partCode map[int32]int16
+}
+
+// hold makes broker id stop answering (true) or answer again (false).
+func (n *fakeNet) hold(id int32, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.held == nil {
+		n.held = map[int32]bool{}
+	}
+	n.held[id] = on
+}
+
+// failStop makes broker id answer code for tp in its StopReplica responses (0: no error).
+func (n *fakeNet) failStop(id int32, tp TopicPartition, code int16) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopErr == nil {
+		n.stopErr = map[int32]map[TopicPartition]int16{}
+	}
+	if n.stopErr[id] == nil {
+		n.stopErr[id] = map[TopicPartition]int16{}
+	}
+	n.stopErr[id][tp] = code
 }
 
 type fakeConn struct {
@@ -43,12 +72,18 @@ func (n *fakeNet) dial(_ context.Context, addr, _, _ string, _ time.Duration) (B
 	return &fakeConn{n: n, id: int32(id)}, nil
 }
 
-func (c *fakeConn) Request(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *fakeConn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.n.mu.Lock()
 	c.n.reqs[c.id] = append(c.n.reqs[c.id], req)
 	code := c.n.code
 	pcode, perPartition := c.n.partCode[c.id]
+	held := c.n.held[c.id]
+	stopErr := maps.Clone(c.n.stopErr[c.id])
 	c.n.mu.Unlock()
+	if held {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	resp := req.ResponseKind()
 	switch r := resp.(type) {
 	case *kmsg.LeaderAndISRResponse:
@@ -67,6 +102,17 @@ func (c *fakeConn) Request(_ context.Context, req kmsg.Request) (kmsg.Response, 
 		r.ErrorCode = code
 	case *kmsg.StopReplicaResponse:
 		r.ErrorCode = code
+		for _, t := range req.(*kmsg.StopReplicaRequest).Topics {
+			for _, p := range t.Partitions {
+				rp := kmsg.NewStopReplicaResponsePartition()
+				rp.Topic, rp.Partition = t.Topic, p
+				rp.ErrorCode = stopErr[TopicPartition{Topic: t.Topic, Partition: p}]
+				if code != 0 {
+					rp.ErrorCode = code
+				}
+				r.Partitions = append(r.Partitions, rp)
+			}
+		}
 	}
 	return resp, nil
 }

@@ -43,7 +43,7 @@ func (ct *Controller) runAPI(ctx context.Context, f func() error) error {
 			return
 		}
 		err = f()
-	}}
+	}, preempt: func() { reply <- ErrNotController }}
 	callErr, err := await(ctx, ct, ev, reply)
 	if err != nil {
 		return err

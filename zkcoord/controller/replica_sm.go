@@ -21,9 +21,10 @@ const (
 	OfflineReplica
 	// ReplicaDeletionStarted: StopReplica(delete=true) was sent.
 	ReplicaDeletionStarted
-	// ReplicaDeletionSuccessful: its deletion is done.
+	// ReplicaDeletionSuccessful: its broker answered StopReplica(delete=true) without an error.
 	ReplicaDeletionSuccessful
-	// ReplicaDeletionIneligible: its deletion cannot proceed (its broker is offline).
+	// ReplicaDeletionIneligible: its deletion failed (its broker is offline, died before
+	// answering, or answered an error); retried when the deletion resumes.
 	ReplicaDeletionIneligible
 )
 
@@ -197,7 +198,8 @@ func (m *replicaStateMachine) handleStateChanges(replicas []partitionReplica, ta
 }
 
 // failDeletion marks replicas of topics queued for deletion ineligible (their broker is
-// offline; Kafka's failReplicaDeletion): Started ones directly, others through Offline.
+// offline or answered an error; Kafka's failReplicaDeletion): Started ones directly, others
+// through Offline.
 func (m *replicaStateMachine) failDeletion(replicas []partitionReplica) {
 	for _, pr := range replicas {
 		switch m.states[pr] {

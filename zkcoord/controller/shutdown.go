@@ -46,7 +46,8 @@ type shutdownResult struct {
 // brokerEpoch is older than its registration, ctx's error when ctx ends first.
 func (ct *Controller) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]TopicPartition, error) {
 	req := &shutdownReq{brokerID: brokerID, brokerEpoch: brokerEpoch, reply: make(chan shutdownResult, 1)}
-	r, err := await(ctx, ct, event{kind: evControlledShutdown, shutdown: req}, req.reply)
+	preempt := func() { req.reply <- shutdownResult{err: ErrNotController} }
+	r, err := await(ctx, ct, event{kind: evControlledShutdown, shutdown: req, preempt: preempt}, req.reply)
 	if err != nil {
 		return nil, err
 	}

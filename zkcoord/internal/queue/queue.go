@@ -23,13 +23,15 @@ func (q *Queue[T]) Put(v T) {
 	q.signal()
 }
 
-// ClearAndPut drops everything queued and puts v (Kafka's ControllerEventManager.clearAndPut).
-func (q *Queue[T]) ClearAndPut(v T) {
+// ClearAndPut drops everything queued, puts v and returns the dropped items, oldest first
+// (Kafka's ControllerEventManager.clearAndPut; the caller preempts them).
+func (q *Queue[T]) ClearAndPut(v T) []T {
 	q.mu.Lock()
-	clear(q.items)
-	q.items = append(q.items[:0], v)
+	dropped := q.items
+	q.items = []T{v}
 	q.mu.Unlock()
 	q.signal()
+	return dropped
 }
 
 func (q *Queue[T]) signal() {
