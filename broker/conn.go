@@ -108,6 +108,11 @@ func (c *conn) close() {
 
 // serve runs the connection until it closes: this goroutine reads (and writes the responses its
 // handlers completed at once), a second one writes what would wait (conn_write.go).
+// socketReaders are the connections' 64 KiB read buffers, reused from one connection to the
+// next: a client that opens a connection per request (health checks, probes, kcat -L) would
+// otherwise allocate 64 KiB each time (row 14 of docs/reliability.md counts the RSS).
+var socketReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 func (c *conn) serve() {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -122,7 +127,12 @@ func (c *conn) serve() {
 	// The socket is read with read(2) issued directly (kproto.SocketReader): the request
 	// path makes no system call the scheduler sees, which spares a wake-up of its monitor
 	// thread per busy spell (docs/performance.md, "System calls the scheduler does not see").
-	br := bufio.NewReaderSize(kproto.NewSocketReader(c.nc), 64<<10)
+	br := socketReaders.Get().(*bufio.Reader)
+	br.Reset(kproto.NewSocketReader(c.nc))
+	defer func() {
+		br.Reset(nil) // drop the socket before the reader goes back to the pool
+		socketReaders.Put(br)
+	}()
 	for {
 		// Produce frames are read into pooled buffers (produceBuffers): kmsg's decoded byte
 		// fields alias a frame, and a Produce's batches are appended before handleFrame
