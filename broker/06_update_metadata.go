@@ -16,6 +16,9 @@ import (
 //     listener; v0 has a single PLAINTEXT host/port, v1–2 name listeners by security
 //     protocol) and controller id are replaced, partition states upserted, and partitions
 //     with leader -2 (topic deleted) removed.
+//   - The partitions marked deleted go to the group coordinator, which removes their
+//     committed offsets from every group (KafkaApis.handleUpdateMetadataRequest,
+//     GroupCoordinator.handleDeletedPartitions; docs/groups.md §6), before the answer.
 //
 // Deviations: v7+ (topic ids, KRaft) is not served.
 
@@ -35,7 +38,9 @@ func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
-	s.cache.Update(req)
+	if deleted := s.cache.Update(req); len(deleted) > 0 && s.groups != nil {
+		s.groups.HandleDeletedPartitions(deleted)
+	}
 	log.WithField("liveBrokers", len(req.LiveBrokers)).Debug("metadata cache updated")
 	r.respond(resp)
 }

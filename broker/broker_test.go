@@ -656,6 +656,12 @@ func TestMetadataCacheUpdateAndDelete(t *testing.T) {
 	ts2.PartitionStates = append(ts2.PartitionStates, ps)
 	del.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts2}
 	snap1 := m.Snapshot()
+	if deleted := m.Update(del); len(deleted) != 1 || deleted[0] != (rm.TopicPartition{Topic: "a", Partition: 1}) {
+		t.Fatalf("Update reported deleted partitions %v, want a-1", deleted)
+	}
+	if deleted := m.Update(req); len(deleted) != 0 {
+		t.Fatalf("an update without leader -2 reported deleted partitions %v", deleted)
+	}
 	m.Update(del)
 	if _, ok := m.Partition("a", 1); ok {
 		t.Fatal("partition with leader -2 not removed")

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
+	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
 // Group API keys (OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat,
@@ -25,9 +26,11 @@ func init() {
 	}
 }
 
-// GroupCoordinator serves the group API keys; *groupcoord.Coordinator implements it.
+// GroupCoordinator serves the group API keys and drops the committed offsets of deleted
+// partitions; *groupcoord.Coordinator implements it.
 type GroupCoordinator interface {
 	Handle(r *groupcoord.Request, req kmsg.Request, respond func(kmsg.Response))
+	HandleDeletedPartitions(partitions []rm.TopicPartition)
 }
 
 // SetGroupCoordinator installs the group coordinator; call it before Serve.

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
 // LeaderDuringDelete is the leader id the controller sends in UpdateMetadata for a
@@ -162,8 +164,9 @@ func securityProtocolName(id int16) string {
 // Update applies an UpdateMetadata request (already fenced by controller and broker
 // epoch): live brokers and controller id are replaced, partition states are upserted, and
 // partitions whose leader is -2 are removed (topic deleted), a topic going when its last
-// partition does.
-func (m *MetadataCache) Update(req *kmsg.UpdateMetadataRequest) {
+// partition does. It returns the partitions the request marked deleted, every one with leader
+// -2 whether cached or not (Kafka's MetadataCache.updateMetadata).
+func (m *MetadataCache) Update(req *kmsg.UpdateMetadataRequest) (deleted []rm.TopicPartition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.snap.Load()
@@ -204,6 +207,7 @@ func (m *MetadataCache) Update(req *kmsg.UpdateMetadataRequest) {
 		}
 		if ps.Leader == LeaderDuringDelete {
 			delete(parts, ps.Partition)
+			deleted = append(deleted, rm.TopicPartition{Topic: topic, Partition: ps.Partition})
 			return
 		}
 		parts[ps.Partition] = PartitionInfo{
@@ -237,4 +241,5 @@ func (m *MetadataCache) Update(req *kmsg.UpdateMetadataRequest) {
 	oldCh := m.changed.Swap(&ch)
 	close(*oldCh)
 	m.initOnce.Do(func() { close(m.initialized) })
+	return deleted
 }

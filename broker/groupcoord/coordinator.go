@@ -280,6 +280,22 @@ func (c *Coordinator) OnLeadershipChange(leaders, followers []rm.TopicPartition)
 	}
 }
 
+// HandleDeletedPartitions is GroupCoordinator.handleDeletedPartitions, called after an
+// UpdateMetadata that marked partitions deleted (leader -2, the topic is being deleted): their
+// committed offsets are removed from every cached group and tombstoned, and a group left Empty
+// without offsets becomes Dead (docs/groups.md §6). OffsetFetch answers no offset for them from
+// then on, so a consumer of a topic deleted and re-created starts it from auto.offset.reset.
+func (c *Coordinator) HandleDeletedPartitions(partitions []rm.TopicPartition) {
+	tps := make([]tp, 0, len(partitions))
+	for _, p := range partitions {
+		tps = append(tps, tp{p.Topic, p.Partition})
+	}
+	n := c.groupManager.cleanupGroupMetadata(c.groupManager.allGroups(), func(g *group) map[tp]offsetAndMetadata {
+		return g.offsets.removeOffsets(tps)
+	})
+	c.log.WithFields(logrus.Fields{"offsets": n, "partitions": len(tps)}).Info("removed offsets associated with deleted partitions")
+}
+
 // PartitionFor is Utils.abs(groupId.hashCode) % partitions (docs/groups.md §1).
 func (c *Coordinator) PartitionFor(groupID string) int32 {
 	return c.groupManager.partitionFor(groupID)
