@@ -108,8 +108,10 @@ func (l *memLog) appendRaw(records []byte) error {
 		if err := b.ReadFrom(raw); err != nil {
 			return err
 		}
-		if b.FirstOffset != l.leo {
-			return fmt.Errorf("memlog: batch base %d != LEO %d", b.FirstOffset, l.leo)
+		if b.FirstOffset < l.leo {
+			// as logstore.Log.AppendAsFollower: only a first offset below the LEO is refused;
+			// above it lies a compaction gap of the leader's cleaned log
+			return fmt.Errorf("memlog: batch base %d below LEO %d", b.FirstOffset, l.leo)
 		}
 		mb := memBatch{base: b.FirstOffset, last: b.FirstOffset + int64(b.LastOffsetDelta), epoch: b.PartitionLeaderEpoch, raw: append([]byte(nil), raw...)}
 		rs := b.Records
@@ -199,6 +201,18 @@ func (l *memLog) truncateTo(off int64) {
 func (l *memLog) truncateFullyAndStartAt(off int64) {
 	l.batches, l.epochs = nil, nil
 	l.start, l.leo, l.hw = off, off, off
+}
+
+// clean drops whole batches, as a leader's log cleaner does for a compacted topic (offsets
+// below the LEO are left with gaps; the log start and LEO stay).
+func (l *memLog) clean(drop func(b memBatch) bool) {
+	keep := l.batches[:0]
+	for _, b := range l.batches {
+		if !drop(b) {
+			keep = append(keep, b)
+		}
+	}
+	l.batches = keep
 }
 
 // deleteBefore drops whole batches below off (retention) and raises the log start.

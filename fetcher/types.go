@@ -117,9 +117,11 @@ type Local interface {
 	TruncateTo(tp TopicPartition, offset int64) error
 	TruncateFullyAndStartAt(tp TopicPartition, offset int64) error
 	// ProcessPartitionData (S18): append leader batches as a follower (offsets/epochs kept;
-	// records[0] base offset must equal fetchOffset == local LEO), then follower HW =
-	// min(leaderHW, LEO), log start = max(own, leaderLogStart). Returns the new LEO. records may
-	// be empty (the leader had nothing new): then only the HW and log start are updated.
+	// fetchOffset == local LEO, and records[0] base offset must not be below it: above it is a
+	// compaction gap of the leader's log, which moves the LEO past it), then follower HW =
+	// min(leaderHW, LEO), log start = max(own, leaderLogStart). Returns the new LEO, which the
+	// next fetch asks for. records may be empty (the leader had nothing new): then only the HW
+	// and log start are updated.
 	ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (int64, error)
 }
 

@@ -67,10 +67,16 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendInfo, err
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping the leader's offsets and
-// epochs (S18). CRCs are validated; the first batch must start at the LEO
-// (ErrUnexpectedOffset). An incomplete trailing batch is ignored, as Kafka's follower does.
-// Each batch's (epoch -> baseOffset) is assigned to the epoch cache (epochCache.assign).
-// The follower does not apply max.message.bytes: the leader accepted the data already.
+// epochs (S18). CRCs are validated; the offsets must rise from batch to batch, and the first
+// batch must not start below the LEO (ErrUnexpectedOffset, Kafka's
+// UnexpectedAppendOffsetException). It may start above it: the leader's cleaner removed whole
+// batches of a compacted log, so a fetch at the LEO is answered from the next kept batch, and
+// the LEO moves past it (docs/kafka-facts.md §4, "Compaction gaps"). Batches whose offsets do
+// not fit one segment's 32-bit relative offsets (a gap wider than that, or a leader read
+// spanning segments) go to segments of their own, rolled at their base offsets. An incomplete
+// trailing batch is ignored, as Kafka's follower does. Each batch's (epoch -> baseOffset) is
+// assigned to the epoch cache (epochCache.assign). The follower does not apply
+// max.message.bytes: the leader accepted the data already.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	hs, rest, err := parseBatches(records)
 	if err != nil {
@@ -85,15 +91,40 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if l.status().closed {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1}, ErrClosed
 	}
-	if hs[0].BaseOffset != l.leo {
-		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: first offset %d, log end offset %d", ErrUnexpectedOffset, hs[0].BaseOffset, l.leo)
+	if hs[0].BaseOffset < l.leo {
+		return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: first offset %d is below the log end offset %d", ErrUnexpectedOffset, hs[0].BaseOffset, l.leo)
 	}
 	for i := 1; i < len(hs); i++ {
 		if hs[i].BaseOffset <= hs[i-1].LastOffset() {
 			return AppendInfo{FirstOffset: -1, LastOffset: -1}, fmt.Errorf("%w: out of order offsets: batch at %d after one ending at %d", ErrInvalidRecord, hs[i].BaseOffset, hs[i-1].LastOffset())
 		}
 	}
-	return l.appendLocked(records, hs)
+	// Runs of batches whose offsets fit one segment (one batch always does: its last offset
+	// delta is an int32); nearly always the whole record set.
+	info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: -1}
+	start, runPos, pos := 0, 0, 0
+	for i := 0; i <= len(hs); i++ {
+		if i < len(hs) && (i == start || hs[i].LastOffset()-hs[start].BaseOffset <= math.MaxInt32) {
+			pos += hs[i].Size()
+			continue
+		}
+		run, err := l.appendLocked(records[runPos:pos], hs[start:i])
+		if err != nil {
+			return run, err
+		}
+		if info.FirstOffset < 0 {
+			info.FirstOffset = run.FirstOffset
+		}
+		info.LastOffset = run.LastOffset
+		info.MaxTimestamp = max(info.MaxTimestamp, run.MaxTimestamp)
+		info.NumRecords += run.NumRecords
+		info.Bytes += run.Bytes
+		if i < len(hs) {
+			start, runPos = i, pos
+			pos += hs[i].Size()
+		}
+	}
+	return info, nil
 }
 
 // appendLocked writes already validated and offset-stamped batches (appendMu held).
@@ -115,10 +146,13 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 	cfg := l.cfg
 	now := l.now()
 	seg := l.segs.active()
-	if seg.size > 0 && (seg.size+int64(len(records)) > cfg.SegmentBytes ||
+	// Kafka's shouldRoll: a full segment or an old one, and, even when it is empty, offsets
+	// that do not fit its relative offsets (a follower crossing a wide compaction gap); the
+	// new segment starts at the first offset appended.
+	if (seg.size > 0 && (seg.size+int64(len(records)) > cfg.SegmentBytes ||
 		(cfg.SegmentMs > 0 && now.Sub(seg.created) > cfg.SegmentMs) ||
-		last-seg.base > math.MaxInt32 ||
-		seg.size+int64(len(records)) > math.MaxInt32) {
+		seg.size+int64(len(records)) > math.MaxInt32)) ||
+		last-seg.base > math.MaxInt32 {
 		var err error
 		if seg, err = l.rollLocked(first, now); err != nil {
 			return AppendInfo{FirstOffset: -1, LastOffset: -1}, err

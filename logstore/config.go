@@ -191,8 +191,9 @@ var (
 	ErrInvalidRecord = errors.New("logstore: invalid record batch")
 	// ErrOffsetOutOfRange: a read below the log start offset or above the LEO -> OFFSET_OUT_OF_RANGE (1).
 	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
-	// ErrUnexpectedOffset: a follower append whose first offset is not the LEO.
-	ErrUnexpectedOffset = errors.New("logstore: follower append does not start at the log end offset")
+	// ErrUnexpectedOffset: a follower append whose first offset is below the LEO (Kafka's
+	// UnexpectedAppendOffsetException; above it is a compaction gap, which is appended).
+	ErrUnexpectedOffset = errors.New("logstore: follower append starts below the log end offset")
 	// ErrInvalidTimestamp: a batch timestamp too far from the broker's clock
 	// (message.timestamp.difference.max.ms), or a producer batch claiming LogAppendTime
 	// -> INVALID_TIMESTAMP (32).

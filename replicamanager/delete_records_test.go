@@ -1,6 +1,8 @@
 package replicamanager
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // fetchWithLogStart is a follower fetch at offset reporting the follower's log start offset.
@@ -156,5 +160,40 @@ func TestDeleteRecordsKeepsNotLeaderAfterLeadershipReturns(t *testing.T) {
 	}
 	if r[1].ErrorCode != 0 || r[1].LowWatermark != 4 {
 		t.Errorf("t-1: %+v, want low watermark 4", r[1])
+	}
+}
+
+// A DeleteRecords on the leader put its log start inside a batch (offsets 3..7, log start 5); a
+// new follower empties its log and starts at 5, and the leader answers its fetch at 5 with the
+// whole batch from 3. Kafka's follower restarts its empty log at the batch's first offset and
+// appends it (Partition.appendRecordsToFollowerOrFutureReplica, docs/kafka-facts.md §4,
+// "Compaction gaps"); it used to refuse it and fetch 5 again forever. A log that is not empty
+// still refuses a first offset below its LEO.
+func TestFollowerAppendIntoEmptyLogFromInsideABatch(t *testing.T) {
+	e := newEnv(t, 2, 1)
+	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1, 2})
+	if err := e.rm.TruncateFullyAndStartAt(tp0(), 5); err != nil {
+		t.Fatal(err)
+	}
+	b := makeBatch(5, "v")
+	binary.BigEndian.PutUint64(b[0:], 3) // base offset 3 (outside the CRC)
+	leo, err := e.rm.ProcessPartitionData(tp0(), 5, b, 8, 5)
+	if err != nil || leo != 8 {
+		t.Fatalf("fetch at 5 answered with the batch 3..7: LEO %d, %v; want 8", leo, err)
+	}
+	if start, err := e.rm.LogStartOffset(tp0()); err != nil || start != 5 {
+		t.Fatalf("follower log start %d (%v), want the leader's 5", start, err)
+	}
+	if hw, err := e.rm.HighWatermark(tp0()); err != nil || hw != 8 {
+		t.Fatalf("follower HW %d (%v), want 8", hw, err)
+	}
+	// not empty: a batch from below the LEO is refused
+	b2 := makeBatch(2, "w")
+	binary.BigEndian.PutUint64(b2[0:], 7)
+	if _, err := e.rm.ProcessPartitionData(tp0(), 8, b2, 9, 5); !errors.Is(err, logstore.ErrUnexpectedOffset) {
+		t.Fatalf("batch 7..8 into a log at LEO 8: %v, want ErrUnexpectedOffset", err)
+	}
+	if leo, _ := e.rm.LogEndOffset(tp0()); leo != 8 {
+		t.Fatalf("LEO %d after the refused append, want 8", leo)
 	}
 }

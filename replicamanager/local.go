@@ -1,9 +1,11 @@
 package replicamanager
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/isrbroker/isrbroker/fetcher"
+	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
 
@@ -133,7 +135,11 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 			return fmt.Errorf("replicamanager: %s-%d fetch offset %d does not match LEO %d", tp.Topic, tp.Partition, fetchOffset, leo)
 		}
 		if len(records) > 0 {
-			if _, err := p.log.AppendAsFollower(records); err != nil {
+			_, err := p.log.AppendAsFollower(records)
+			if errors.Is(err, logstore.ErrUnexpectedOffset) && restartEmptyLogAtBatch(p, records) {
+				_, err = p.log.AppendAsFollower(records)
+			}
+			if err != nil {
 				leo = p.log.LogEndOffset()
 				return err
 			}
@@ -148,6 +154,35 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 		return nil
 	})
 	return leo, err
+}
+
+// restartEmptyLogAtBatch is Kafka's answer to an UnexpectedAppendOffsetException on an empty
+// follower log whose LEO lies inside the fetched record set: the leader's log start is inside a
+// batch (a DeleteRecords), the follower started its empty log there, and the leader's read
+// returns the whole batch from its first offset. The log is restarted at that first offset, so
+// the append fits; the leader's log start is taken again after the append
+// (docs/kafka-facts.md §4, "Compaction gaps"). It reports whether it restarted the log (p.mu
+// held).
+func restartEmptyLogAtBatch(p *Partition, records []byte) bool {
+	leo := p.log.LogEndOffset()
+	hs, err := logstore.BatchHeaders(records)
+	if err != nil || len(hs) == 0 || leo != p.log.LogStartOffset() {
+		return false
+	}
+	first, last := hs[0].BaseOffset, hs[len(hs)-1].LastOffset()
+	if first >= leo || last < leo {
+		return false
+	}
+	if err := p.log.TruncateFullyAndStartAt(first); err != nil {
+		p.logger().WithError(err).Error("restarting the empty follower log at the fetched batch")
+		return false
+	}
+	p.setFollowerHW(first)
+	p.logger().WithFields(map[string]any{"baseOffset": first, "logStartOffset": leo}).
+		Info("first fetched batch starts below the empty follower log's start; restarting the log at its first offset")
+	p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+		FromOffset: leo, ToOffset: first, HighWatermark: first})
+	return true
 }
 
 // ErrNotFollower is returned to the fetcher for partitions no longer followed here.
