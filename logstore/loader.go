@@ -63,6 +63,7 @@ func (ld *logLoader) load(p loadParams) error {
 
 	// the epoch cache is read first so recovered batches can extend it
 	ld.epochs.load(ld.log)
+	loadedEpochs := ld.epochs.snapshot()
 
 	recoveryPoint := p.recoveryPoint
 	now := ld.now()
@@ -99,6 +100,11 @@ func (ld *logLoader) load(p loadParams) error {
 		}
 		truncated := false
 		if needsRecovery {
+			// The batches from here on re-enter their epochs: a cached entry at or after this
+			// segment is either one of them or stale (a truncation committed but its
+			// leader-epoch-checkpoint not yet written), and a stale later entry of a higher
+			// epoch would make the first batch's assign drop the entries before it too.
+			ld.epochs.truncateFromEnd(base)
 			truncated, err = ld.recoverSegment(s, 0, base, newIndexState(base))
 			if err != nil {
 				s.f.Close()
@@ -155,11 +161,11 @@ func (ld *logLoader) load(p loadParams) error {
 	if ld.recoveryPoint < ld.logStart {
 		ld.recoveryPoint = ld.logStart
 	}
-	changed := ld.epochs.truncateFromEnd(ld.leo)
-	if ld.epochs.truncateFromStart(ld.logStart) {
-		changed = true
-	}
-	if changed {
+	ld.epochs.truncateFromEnd(ld.leo)
+	ld.epochs.truncateFromStart(ld.logStart)
+	// written when recovery or the offsets changed the cache: no later flush writes a cache
+	// that only lost entries (persistDeferred records additions)
+	if !slices.Equal(loadedEpochs, ld.epochs.entries) {
 		if err := ld.epochs.persist(ld.epochs.snapshot()); err != nil {
 			return err
 		}
