@@ -337,9 +337,16 @@ func TestTruncationPreparedThenAbortedOrStale(t *testing.T) {
 		t.Fatalf("left behind: %v", left)
 	}
 	// prepared at 40 (cutting segment 28), then the log start moves to 60 and retention
-	// removes segments 0 and 28 before the commit
-	p, err = l.PrepareTruncateTo(70)
-	if err != nil {
+	// removes segments 0 and 28 before the commit: the commit prepares it again, now as a
+	// truncation below the first segment (the log restarts empty at 40)
+	creates := 0
+	l.truncHook = func(step string) error {
+		if step == "create" {
+			creates++
+		}
+		return nil
+	}
+	if p, err = l.PrepareTruncateTo(40); err != nil {
 		t.Fatal(err)
 	}
 	l.SetHighWatermark(120)
@@ -347,9 +354,14 @@ func TestTruncationPreparedThenAbortedOrStale(t *testing.T) {
 	if n, err := l.DeleteOldSegments(m.now()); err != nil || n != 2 {
 		t.Fatalf("retention: %d, %v", n, err)
 	}
-	p.seg = l.segs[0] // make the plan stale in a way valid() sees: another segment, another file
-	if err := p.Commit(); err != nil || l.LogEndOffset() != 70 || l.LogStartOffset() != 60 {
+	if err := p.Commit(); err != nil || l.LogEndOffset() != 40 || l.LogStartOffset() != 40 {
 		t.Fatalf("commit after the log changed: %v, LEO %d start %d", err, l.LogEndOffset(), l.LogStartOffset())
+	}
+	if creates != 2 {
+		t.Fatalf("prepared %d times, want 2 (the first plan was stale)", creates)
+	}
+	if n := len(l.segs); n != 1 || l.segs[0].base != 40 || l.segs[0].size != 0 {
+		t.Fatalf("segments after the commit: %d, first at %d", n, l.segs[0].base)
 	}
 	if left := leftovers(t, l.Dir()); len(left) > 0 {
 		t.Fatalf("left behind: %v", left)
