@@ -18,4 +18,7 @@
 // further truncation or append happens for the removed partitions (S14.3). The replica manager
 // must therefore not hold a lock that Local's methods need while it calls
 // AddFetcherForPartitions, RemoveFetcherForPartitions, ShutdownIdleFetcherThreads or Close.
+// The exception is TruncationPreparer.PrepareTruncateTo, called without the lock: it changes
+// nothing the partition shows (it copies the bytes an epoch truncation keeps), and the fetcher
+// commits it under the lock only if the partition is still in the state it was planned for.
 package fetcher

@@ -98,6 +98,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 		return true
 	}
 	answered := make(map[TopicPartition]bool, len(sent))
+	var truncations []plannedTruncation
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			tp := TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
@@ -110,7 +111,10 @@ func (t *fetcherThread) maybeTruncate() bool {
 			if s == nil {
 				continue // removed, re-added or moved on meanwhile: drop the reply
 			}
-			t.applyEpochEndOffsetLocked(tp, s, ss.askedEpoch, rp)
+			if pt, ok := t.applyEpochEndOffsetLocked(tp, s, ss.askedEpoch, rp); ok {
+				pt.sent = ss
+				truncations = append(truncations, pt)
+			}
 		}
 	}
 	for tp, ss := range sent {
@@ -121,6 +125,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 			}
 		}
 	}
+	t.applyTruncationsLocked(truncations)
 	return true
 }
 
@@ -135,22 +140,23 @@ func (t *fetcherThread) anyReadyToTruncateLocked(now time.Time) bool {
 }
 
 // applyEpochEndOffsetLocked applies a leader's OffsetForLeaderEpoch answer to one partition
-// (getOffsetTruncationState, docs/kafka-facts.md §5): PlanTruncation decides, this carries it out.
-func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitionState, asked int32, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) {
+// (getOffsetTruncationState, docs/kafka-facts.md §5): PlanTruncation decides, and the truncation
+// to carry out is returned (applyTruncationsLocked).
+func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitionState, asked int32, rp kmsg.OffsetForLeaderEpochResponseTopicPartition) (plannedTruncation, bool) {
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.FencedLeaderEpoch.Code:
 		t.failLocked(tp, s, "FENCED_LEADER_EPOCH on OffsetForLeaderEpoch")
-		return
+		return plannedTruncation{}, false
 	default:
 		t.plog(tp, s).WithField("error", kerr.ErrorForCode(rp.ErrorCode)).Info("OffsetForLeaderEpoch error; backing off")
 		t.delayLocked(s)
-		return
+		return plannedTruncation{}, false
 	}
 	leo, err := t.local.LogEndOffset(tp)
 	if err != nil {
 		t.localErrorLocked(tp, s, "LogEndOffset", err)
-		return
+		return plannedTruncation{}, false
 	}
 	in := TruncationInput{
 		AskedEpoch: asked,
@@ -163,7 +169,7 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 		found, end, err := t.local.EndOffsetForEpoch(tp, rp.LeaderEpoch)
 		if err != nil {
 			t.localErrorLocked(tp, s, "EndOffsetForEpoch", err)
-			return
+			return plannedTruncation{}, false
 		}
 		in.Local = EpochEndOffset{LeaderEpoch: found, EndOffset: end}
 	}
@@ -172,15 +178,76 @@ func (t *fetcherThread) applyEpochEndOffsetLocked(tp TopicPartition, s *partitio
 		t.plog(tp, s).WithFields(logrus.Fields{"requestLeaderEpoch": asked, "responseLeaderEpoch": rp.LeaderEpoch, "responseEndOffset": rp.EndOffset}).
 			Warn("epoch truncation made no progress; backing off")
 		t.delayLocked(s)
+		return plannedTruncation{}, false
+	}
+	return plannedTruncation{tp: tp, offset: plan.Offset, fetch: plan.Action == TruncateAndFetch}, true
+}
+
+// plannedTruncation is an epoch truncation decided for a partition, to carry out.
+type plannedTruncation struct {
+	tp     TopicPartition
+	sent   sentState // the partition's state it was decided for
+	offset int64
+	fetch  bool // the partition starts fetching after it (TruncateAndFetch)
+}
+
+// applyTruncationsLocked carries out the planned truncations. When Local prepares truncations
+// (TruncationPreparer), their copies run without the partition-state lock (it is released and
+// taken again), and each is committed only if its partition is still in the state it was
+// planned for, else aborted.
+func (t *fetcherThread) applyTruncationsLocked(planned []plannedTruncation) {
+	if len(planned) == 0 {
 		return
 	}
-	newLEO, err := t.truncateLocked(tp, s, plan.Offset)
+	preparer, ok := t.local.(TruncationPreparer)
+	if !ok {
+		for _, pt := range planned {
+			if s := t.currentLocked(pt.tp, pt.sent, phaseTruncating); s != nil {
+				leo, err := t.truncateLocked(pt.tp, s, pt.offset)
+				t.truncatedLocked(pt, s, leo, err)
+			}
+		}
+		return
+	}
+	prepared := make([]PreparedTruncation, len(planned))
+	errs := make([]error, len(planned))
+	t.mu.Unlock()
+	for i, pt := range planned {
+		prepared[i], errs[i] = preparer.PrepareTruncateTo(pt.tp, pt.offset)
+	}
+	t.mu.Lock()
+	for i, pt := range planned {
+		s := t.currentLocked(pt.tp, pt.sent, phaseTruncating)
+		if errs[i] != nil {
+			if s != nil {
+				t.localErrorLocked(pt.tp, s, "TruncateTo", errs[i])
+			}
+			continue
+		}
+		if s == nil {
+			prepared[i].Abort() // removed, re-added or moved on meanwhile
+			continue
+		}
+		err := prepared[i].Commit()
+		var leo int64
+		if err == nil {
+			leo, err = t.local.LogEndOffset(pt.tp)
+			if err == nil {
+				t.plog(pt.tp, s).WithFields(logrus.Fields{"targetOffset": pt.offset, "logEndOffset": leo}).Info("truncated log")
+			}
+		}
+		t.truncatedLocked(pt, s, leo, err)
+	}
+}
+
+// truncatedLocked moves a partition on after its planned truncation to newLEO (or its error).
+func (t *fetcherThread) truncatedLocked(pt plannedTruncation, s *partitionState, newLEO int64, err error) {
 	if err != nil {
-		t.localErrorLocked(tp, s, "TruncateTo", err)
+		t.localErrorLocked(pt.tp, s, "TruncateTo", err)
 		return
 	}
 	s.fetchOffset = newLEO
-	if plan.Action == TruncateAndFetch {
+	if pt.fetch {
 		s.phase = phaseFetching
 	}
 }

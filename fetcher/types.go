@@ -125,6 +125,24 @@ type Local interface {
 	ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (int64, error)
 }
 
+// TruncationPreparer is optionally implemented by Local; when it is, the fetcher runs the slow
+// part of an epoch truncation (a copy of up to segment.bytes of kept bytes, and its fsync)
+// without its partition-state lock, so that the other partitions of the fetcher keep
+// replicating, and commits it under the lock once the partition's state is checked to be the
+// one the truncation was planned for (else it aborts it). PrepareTruncateTo must not hold a lock
+// of the partition (or any other) when it returns, except what serialises truncations of that
+// log; the prepared truncation's Commit has TruncateTo's effect and errors.
+type TruncationPreparer interface {
+	PrepareTruncateTo(tp TopicPartition, offset int64) (PreparedTruncation, error)
+}
+
+// PreparedTruncation is a truncation whose slow part is done: exactly one of Commit and Abort is
+// called.
+type PreparedTruncation interface {
+	Commit() error
+	Abort()
+}
+
 // LogStartOffsetter is optionally implemented by Local; when it is, the fetcher sends the
 // follower's log start offset in its fetch requests (Fetch v5+ log_start_offset), else -1.
 type LogStartOffsetter interface {

@@ -67,7 +67,7 @@ func benchmarkRandomReads(b *testing.B, read func(l *Log, off, leo int64) error)
 }
 
 // BenchmarkTruncateCut is the cost of a truncation that removes the last batch of a segment of
-// size MB (segment.cutFile copies the kept bytes to a new file; docs/performance.md, "Truncation
+// size MB (truncate_swap.go copies the kept bytes to a new file; docs/performance.md, "Truncation
 // under a send"), with the append of a batch at the same offset that follows it on a follower.
 func BenchmarkTruncateCut(b *testing.B) {
 	for _, mb := range []int{1, 16, 64} {

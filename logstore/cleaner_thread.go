@@ -69,7 +69,7 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 	segs := append([]*segment(nil), l.segs[:len(l.segs)-1]...)
 	sizes := make([]int64, len(segs))
 	// The files as of now: a truncation that removes batches gives a segment a new file
-	// (segment.cutFile) while the cleaner reads the old one, which then fails on the closed
+	// (truncate_swap.go) while the cleaner reads the old one, which then fails on the closed
 	// file or is aborted by the cleaning generation.
 	files := make([]*os.File, len(segs))
 	for i, s := range segs {
@@ -207,7 +207,7 @@ func groupSegments(segs []*segment, sizes []int64, maxBytes int64, firstUncleana
 }
 
 // abortedOr returns abort's error when the cleaning was aborted meanwhile (a truncation closes
-// the file of a segment it cuts, segment.cutFile, so reading it fails first), else err.
+// the file of a segment it cuts, truncate_swap.go, so reading it fails first), else err.
 func abortedOr(abort func() error, err error) error {
 	if aerr := abort(); aerr != nil {
 		return aerr

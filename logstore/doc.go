@@ -34,7 +34,8 @@
 //
 // Locking (per Log): appendMu serialises every mutation (append, truncation, roll, retention,
 // config); flushMu serialises flushes with structural changes; mu guards the published state
-// (segment list, sizes, in-memory indexes, LEO, log start, epoch cache). Order:
-// appendMu < flushMu < mu. Readers hold only mu.RLock, for the duration of a read, so an append
+// (segment list, sizes, in-memory indexes, LEO, log start, epoch cache). truncMu serialises
+// truncations from their preparation (the copy of the kept bytes, which holds none of the other
+// locks: truncate_swap.go) to their commit. Order: truncMu < appendMu < flushMu < mu. Readers hold only mu.RLock, for the duration of a read, so an append
 // writes its bytes to the file without blocking readers and publishes them under a short lock.
 package logstore

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +27,8 @@ type loadParams struct {
 	now           func() time.Time
 	writeback     *writebackQueue  // nil: none (tests)
 	directWrites  *directWriteGate // nil: appends through os.File (tests)
+	// checkpointOffsets writes the dir's recovery-point and log-start checkpoints (Log's field).
+	checkpointOffsets func() error
 }
 
 // logLoader loads a log's segments from its directory before the log is shared (Kafka's
@@ -60,6 +63,7 @@ func (ld *logLoader) load(p loadParams) error {
 
 	// the epoch cache is read first so recovered batches can extend it
 	ld.epochs.load(ld.log)
+	loadedEpochs := ld.epochs.snapshot()
 
 	recoveryPoint := p.recoveryPoint
 	now := ld.now()
@@ -96,6 +100,11 @@ func (ld *logLoader) load(p loadParams) error {
 		}
 		truncated := false
 		if needsRecovery {
+			// The batches from here on re-enter their epochs: a cached entry at or after this
+			// segment is either one of them or stale (a truncation committed but its
+			// leader-epoch-checkpoint not yet written), and a stale later entry of a higher
+			// epoch would make the first batch's assign drop the entries before it too.
+			ld.epochs.truncateFromEnd(base)
 			truncated, err = ld.recoverSegment(s, 0, base, newIndexState(base))
 			if err != nil {
 				s.f.Close()
@@ -152,11 +161,11 @@ func (ld *logLoader) load(p loadParams) error {
 	if ld.recoveryPoint < ld.logStart {
 		ld.recoveryPoint = ld.logStart
 	}
-	changed := ld.epochs.truncateFromEnd(ld.leo)
-	if ld.epochs.truncateFromStart(ld.logStart) {
-		changed = true
-	}
-	if changed {
+	ld.epochs.truncateFromEnd(ld.leo)
+	ld.epochs.truncateFromStart(ld.logStart)
+	// written when recovery or the offsets changed the cache: no later flush writes a cache
+	// that only lost entries (persistDeferred records additions)
+	if !slices.Equal(loadedEpochs, ld.epochs.entries) {
 		if err := ld.epochs.persist(ld.epochs.snapshot()); err != nil {
 			return err
 		}
@@ -272,7 +281,7 @@ func (ld *logLoader) completeSwaps() error {
 	if err != nil {
 		return err
 	}
-	var swaps []int64
+	var swaps, tails []int64
 	var logBases []int64
 	for _, e := range entries {
 		name := e.Name()
@@ -284,6 +293,12 @@ func (ld *logLoader) completeSwaps() error {
 		case strings.HasSuffix(name, cleanedSuffix):
 			ld.log.WithField("file", name).Info("removing an unfinished cleaned segment")
 			os.Remove(full)
+		case strings.HasSuffix(name, truncSwapSuffix):
+			if b, ok := parseSegmentName(strings.TrimSuffix(name, truncSwapSuffix), logSuffix); ok {
+				tails = append(tails, b)
+			} else {
+				os.Remove(full)
+			}
 		case strings.HasSuffix(name, swapSuffix):
 			if b, ok := parseSegmentName(strings.TrimSuffix(name, swapSuffix), logSuffix); ok {
 				swaps = append(swaps, b)
@@ -296,7 +311,7 @@ func (ld *logLoader) completeSwaps() error {
 			}
 		}
 	}
-	if len(swaps) == 0 {
+	if len(swaps) == 0 && len(tails) == 0 {
 		return nil
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
@@ -333,7 +348,45 @@ func (ld *logLoader) completeSwaps() error {
 		}
 		ld.log.WithFields(logrus.Fields{"segment": ns.logPath(), "nextOffset": res.nextOffset}).Info("completed the swap of a cleaned segment interrupted by a crash")
 	}
+	if len(tails) > 0 {
+		if err := ld.completeTruncation(tails); err != nil {
+			return err
+		}
+	}
 	return syncDir(ld.dir)
+}
+
+// completeTruncation finishes a truncation whose commit was renamed in (truncate_swap.go):
+// `<X>.log.truncate.swap` replaces every segment whose base is at or above X, so the segment
+// files at or above X are removed and the swap file becomes `<X>.log`, without indexes so that
+// loading recovers it. At most one is left: a log whose truncation did not finish is marked
+// failed and truncates nothing more until it is loaded again; should there be more, the lowest
+// wins (it replaces the others' tails too) and the others are removed.
+func (ld *logLoader) completeTruncation(tails []int64) error {
+	slices.Sort(tails)
+	x := tails[0]
+	for _, b := range tails[1:] {
+		os.Remove(filepath.Join(ld.dir, segmentName(b)+logSuffix+truncSwapSuffix))
+	}
+	entries, err := os.ReadDir(ld.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if b, ok := parseSegmentName(e.Name(), suf); ok && b >= x {
+				if err := os.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !os.IsNotExist(err) {
+					return err
+				}
+			}
+		}
+	}
+	ns := &segment{base: x, dir: ld.dir}
+	if err := os.Rename(ns.logPath()+truncSwapSuffix, ns.logPath()); err != nil {
+		return err
+	}
+	ld.log.WithField("segment", ns.logPath()).Info("completed a truncation interrupted by a crash")
+	return nil
 }
 
 func fileExists(p string) bool {

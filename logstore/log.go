@@ -40,9 +40,20 @@ type Log struct {
 	log logrus.FieldLogger
 	now func() time.Time
 
+	// truncMu serialises truncations, from PrepareTruncateTo to Commit or Abort (taken before
+	// appendMu).
+	truncMu  sync.Mutex
 	appendMu sync.Mutex
 	flushMu  sync.Mutex
 	mu       sync.RWMutex
+
+	// checkpointOffsets writes the recovery-point and log-start checkpoints of the log's dir
+	// (the Manager's; nil for a log without one, in tests). A truncation calls it before
+	// returning.
+	checkpointOffsets func() error
+	// truncHook (tests) is called before each step of a truncation; an error stands for that
+	// step's failure, errTruncationStopped for a crash before it.
+	truncHook func(step string) error
 
 	// guarded by mu (writers also hold appendMu)
 	cfg           Config
@@ -113,6 +124,8 @@ func openLog(p loadParams) (*Log, error) {
 		producers:    producerState{},
 		configured:   p.configured,
 		cleaning:     cleaningState{checkpoint: p.cleanerCP},
+
+		checkpointOffsets: p.checkpointOffsets,
 	}
 	l.flusher.l = l
 	ld := &logLoader{dir: l.dir, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}

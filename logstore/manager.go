@@ -206,7 +206,7 @@ func (m *Manager) loadDir(dir string) error {
 		l, err := openLog(loadParams{
 			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
 			clean: clean, cleanerCP: cp, log: m.log, now: m.now, writeback: m.writeback,
-			directWrites: m.directWrites,
+			directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(dir),
 		})
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
@@ -379,7 +379,7 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			logs[c.i], errs[c.i] = openLog(loadParams{
 				tp: tp, dir: filepath.Join(c.dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfgs[c.i],
 				recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
-				writeback: m.writeback, directWrites: m.directWrites,
+				writeback: m.writeback, directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(c.dir),
 			})
 			return nil
 		})
@@ -635,6 +635,35 @@ func (m *Manager) Checkpoint() error {
 	g.Go(func() error { return m.writePerDir(logStartCheckpointFile, starts) })
 	g.Go(m.writeCleanerCheckpointsLocked)
 	return g.Wait()
+}
+
+// offsetCheckpointer returns a function that writes dir's recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint from its logs' state now: a truncation lowers a log's recovery
+// point and has it written before the log takes appends again (Kafka's LogManager.truncateTo
+// checkpoints the recovery points of the dir), so that a crash never loads a recovery point above
+// batches written since.
+func (m *Manager) offsetCheckpointer(dir string) func() error {
+	return func() error {
+		m.checkpointMu.Lock()
+		defer m.checkpointMu.Unlock()
+		recovery, starts := map[TopicPartition]int64{}, map[TopicPartition]int64{}
+		m.mu.RLock()
+		for tp, l := range m.logs {
+			if m.dirOf[tp] == dir {
+				ls := l.status()
+				recovery[tp], starts[tp] = ls.recoveryPoint, ls.logStart
+			}
+		}
+		m.mu.RUnlock()
+		var g errgroup.Group
+		g.Go(func() error {
+			return m.writePerDir(recoveryPointCheckpointFile, map[string]map[TopicPartition]int64{dir: recovery})
+		})
+		g.Go(func() error {
+			return m.writePerDir(logStartCheckpointFile, map[string]map[TopicPartition]int64{dir: starts})
+		})
+		return g.Wait()
+	}
 }
 
 // RunBackground runs retention every retentionCheck (log.retention.check.interval.ms),

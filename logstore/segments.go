@@ -1,10 +1,5 @@
 package logstore
 
-import (
-	"fmt"
-	"sort"
-)
-
 // segmentList is a log's segments sorted by base offset; the last is the active segment
 // (Kafka's LogSegments). It answers lookups over the segments and cuts their tail; it neither
 // locks nor logs: the Log holds mu around every call (for writing when the call changes a
@@ -94,54 +89,6 @@ func (sl segmentList) offsetForTimestamp(ts, logStart int64) (offset int64, time
 		}
 	}
 	return -1, -1, false
-}
-
-// truncateTo cuts the list at offset (offset above the first segment's base and below the
-// LEO): segments starting at or after offset are marked deleted, and the last kept segment
-// is cut at the first batch whose last offset is >= offset. It returns the kept segments,
-// which the caller installs even on an error (the dropped segments are gone by then), and
-// the new LEO: the base offset of the first removed batch.
-func (sl segmentList) truncateTo(offset int64, interval int32) (segmentList, int64, error) {
-	// drop whole segments starting at or after offset
-	keep := sort.Search(len(sl), func(i int) bool { return sl[i].base >= offset })
-	nextBase := int64(-1)
-	if keep < len(sl) {
-		nextBase = sl[keep].base
-	}
-	for _, s := range sl[keep:] {
-		s.markDeleted(0)
-	}
-	sl = sl[:keep]
-	s := sl[keep-1]
-	// find the first batch of s whose last offset is >= offset
-	pos := s.lookup(offset - 1)
-	newLEO := int64(-1)
-	var hdr [batchHeaderSize]byte
-	for pos+batchHeaderSize <= s.size {
-		if _, err := s.f.ReadAt(hdr[:], pos); err != nil {
-			return sl, -1, fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
-		}
-		h := parseHeader(hdr[:])
-		if h.Length < minBatchLength || pos+int64(h.Size()) > s.size {
-			break
-		}
-		if h.LastOffset() >= offset {
-			newLEO = h.BaseOffset
-			break
-		}
-		pos += int64(h.Size())
-	}
-	if newLEO < 0 {
-		// every batch of s ends below offset: s is kept whole and the cut is at the
-		// first removed segment
-		pos = s.size
-		if nextBase >= 0 {
-			newLEO = nextBase
-		} else {
-			newLEO = s.lastOffset(interval) + 1
-		}
-	}
-	return sl, newLEO, s.truncateAt(pos, newLEO, interval)
 }
 
 // flushJob is one segment to fsync up to size, with the index entries published so far.

@@ -1,6 +1,10 @@
 package logstore
 
-import "github.com/sirupsen/logrus"
+import (
+	"errors"
+
+	"github.com/sirupsen/logrus"
+)
 
 // MaybeIncrementLogStartOffset raises the log start offset (a follower mirrors the leader's,
 // DeleteRecords); it never lowers it and never passes the LEO. Segments wholly below it are
@@ -33,11 +37,90 @@ func (l *Log) MaybeIncrementLogStartOffset(offset int64) {
 // starting at or after the LEO are still dropped: a replica that became leader and wrote
 // nothing holds such an entry, and a follower keeping it would ask OffsetForLeaderEpoch about
 // that epoch forever (KAFKA-10706).
+//
+// A truncation that removes batches is all or nothing, also across a crash at any step
+// (truncate_swap.go); an error before its commit leaves the log as it was. It is
+// PrepareTruncateTo and Commit in one call.
 func (l *Log) TruncateTo(offset int64) error {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
+	p, err := l.PrepareTruncateTo(offset)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// truncationAttempts is how many times a truncation is prepared without holding appendMu before
+// the last attempt holds it throughout (then nothing can make the plan stale).
+const truncationAttempts = 3
+
+// PrepareTruncateTo does the slow part of TruncateTo(offset) without the log's appendMu, flushMu
+// and mu, so that the caller can hold no lock another partition needs while it runs: it plans the
+// cut and copies the kept bytes of the cut segment to a new, fsynced file. Commit applies it,
+// Abort drops it; other truncations of this log wait until then. An error leaves the log as it
+// was.
+func (l *Log) PrepareTruncateTo(offset int64) (*PreparedTruncation, error) {
+	l.truncMu.Lock()
+	p, err := l.prepareTruncation(offset)
+	if err != nil {
+		l.truncMu.Unlock()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Commit applies the prepared truncation. When the log changed meanwhile so that the copy no
+// longer fits it (retention or the cleaner replaced the cut segment), the truncation is
+// prepared again, the last time with appendMu held throughout.
+func (p *PreparedTruncation) Commit() error {
+	if p.done {
+		return errors.New("logstore: truncation already committed or aborted")
+	}
+	p.done = true
+	l := p.l
+	defer l.truncMu.Unlock()
+	for attempt := 1; ; attempt++ {
+		l.appendMu.Lock()
+		l.flushMu.Lock()
+		err := p.commit()
+		l.flushMu.Unlock()
+		l.appendMu.Unlock()
+		if !errors.Is(err, errTruncationStale) {
+			return err
+		}
+		if attempt+1 < truncationAttempts {
+			if p, err = l.prepareTruncation(p.offset); err != nil {
+				return err
+			}
+			continue
+		}
+		// the last attempt: planned, copied and committed with appendMu held
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		l.flushMu.Lock()
+		defer l.flushMu.Unlock()
+		if p, err = l.prepareTruncation(p.offset); err != nil {
+			return err
+		}
+		return p.commit()
+	}
+}
+
+// Abort drops the prepared truncation: the log stays as it is.
+func (p *PreparedTruncation) Abort() {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.discard()
+	p.l.truncMu.Unlock()
+}
+
+// NewLogEndOffset is the LEO the truncation leaves (the LEO as prepared for one at or above it).
+func (p *PreparedTruncation) NewLogEndOffset() int64 { return p.newLEO }
+
+// truncateEpochsAtLEO is TruncateTo(offset) for offset >= LEO (appendMu held): only the epoch
+// entries starting at or after the LEO go (KAFKA-10706).
+func (l *Log) truncateEpochsAtLEO(offset int64) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -47,64 +130,48 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.Unlock()
 		return err
 	}
-	if offset >= l.leo {
-		changed := l.epochs.truncateFromEnd(l.leo)
-		epochs := l.epochs.snapshot()
+	if offset < l.leo {
 		l.mu.Unlock()
-		if changed {
-			l.log.WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": l.leo, "epochs": epochs}).
-				Info("truncation at or above the LEO: dropped leader epoch entries starting at or after the LEO")
-			return l.epochs.persist(epochs)
-		}
-		return nil
+		return errTruncationStale // appended meanwhile (not on a follower): plan again
 	}
-	if offset < 0 {
-		offset = 0
-	}
-	l.cleaning.abort(offset)
-	if offset <= l.segs[0].base {
-		l.mu.Unlock()
-		return l.truncateFullyLocked(offset, false)
-	}
-	defer l.mu.Unlock()
-	kept, newLEO, err := l.segs.truncateTo(offset, l.cfg.IndexIntervalBytes)
-	l.segs = kept
-	l.recent = nil // positions after the cut change
-	if err != nil {
-		return err
-	}
-	l.leo = newLEO
-	l.producers.truncateFrom(newLEO)
-	if l.logStart > newLEO {
-		l.logStart = newLEO
-	}
-	if l.recoveryPoint > newLEO {
-		l.recoveryPoint = newLEO
-	}
-	if l.hw > newLEO {
-		l.hw = newLEO
-	}
-	l.log.WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": newLEO}).Info("truncated log")
-	if l.epochs.truncateFromEnd(newLEO) {
-		if err := l.epochs.persist(l.epochs.snapshot()); err != nil {
-			return err
-		}
+	changed := l.epochs.truncateFromEnd(l.leo)
+	epochs := l.epochs.snapshot()
+	leo := l.leo
+	l.mu.Unlock()
+	if changed {
+		l.log.WithFields(logrus.Fields{"targetOffset": offset, "logEndOffset": leo, "epochs": epochs}).
+			Info("truncation at or above the LEO: dropped leader epoch entries starting at or after the LEO")
+		return l.epochs.persist(epochs)
 	}
 	return nil
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at offset: LEO, log
-// start and recovery point become offset and the epoch cache is cleared (S20).
+// start and recovery point become offset and the epoch cache is cleared (S20). The segments
+// are deleted oldest first, so a crash leaves a suffix of the log (the fetcher finds it out of
+// range again), and the epoch cache and the recovery point checkpoint are written before it
+// returns (as TruncateTo's).
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	return l.truncateFullyLocked(offset, true)
+	if err := l.truncateFullyLocked(offset); err != nil {
+		return err
+	}
+	if err := l.epochs.persist(nil); err != nil {
+		return err
+	}
+	if l.checkpointOffsets != nil {
+		return l.checkpointOffsets()
+	}
+	return nil
 }
 
 // truncateFullyLocked (appendMu and flushMu held) replaces all segments by an empty one.
-func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
+func (l *Log) truncateFullyLocked(offset int64) error {
 	if offset < 0 {
 		offset = 0
 	}
@@ -124,24 +191,16 @@ func (l *Log) truncateFullyLocked(offset int64, clearEpochs bool) error {
 	l.recent = nil
 	s, err := createSegment(l.dir, offset, l.now())
 	if err != nil {
+		// no segment left: the log is failed (its old files are `.deleted`, removed at the next open)
+		l.log.WithError(err).Error("marking the log failed: no segment after a full truncation")
+		l.closed = true
+		l.cleaning.gen++
 		return err
 	}
 	l.segs = []*segment{s}
 	l.producers = producerState{}
-	l.leo, l.logStart, l.recoveryPoint = offset, offset, offset
-	if l.hw > offset || clearEpochs {
-		l.hw = offset
-	}
-	var changed bool
-	if clearEpochs {
-		changed = len(l.epochs.entries) > 0
-		l.epochs.entries = nil
-	} else {
-		changed = l.epochs.truncateFromEnd(offset)
-	}
+	l.leo, l.logStart, l.recoveryPoint, l.hw = offset, offset, offset, offset
+	l.epochs.entries = nil
 	l.log.WithField("targetOffset", offset).Info("truncated log fully")
-	if changed {
-		return l.epochs.persist(l.epochs.snapshot())
-	}
 	return nil
 }

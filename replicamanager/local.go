@@ -89,19 +89,69 @@ func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err erro
 // TruncateTo truncates the follower's log (K1's epoch truncation, S19); the HW follows it down.
 func (fr *followerReplicas) TruncateTo(tp TopicPartition, offset int64) error {
 	return fr.withFollower(tp, true, func(p *Partition) error {
-		before := p.log.LogEndOffset()
-		if err := p.log.TruncateTo(offset); err != nil {
-			return err
-		}
-		after := p.log.LogEndOffset()
-		p.setFollowerHW(min(p.highWatermark(), after))
-		if after < before {
-			p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
-			p.record(replevents.Event{Kind: replevents.Truncate, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-				FromOffset: before, ToOffset: after, HighWatermark: p.highWatermark()})
-		}
-		return nil
+		return p.truncated(func() error { return p.log.TruncateTo(offset) })
 	})
+}
+
+// PrepareTruncateTo prepares TruncateTo(tp, offset) without the partition's lock: the copy of
+// the kept bytes (logstore's PrepareTruncateTo) runs while LeaderAndIsr, StopReplica and the HW
+// checkpoint take the lock as they need; Commit takes it, checks again that this broker follows
+// the partition and applies the truncation as TruncateTo does.
+func (fr *followerReplicas) PrepareTruncateTo(tp TopicPartition, offset int64) (fetcher.PreparedTruncation, error) {
+	var p *Partition
+	if err := fr.withFollower(tp, false, func(pp *Partition) error { p = pp; return nil }); err != nil {
+		return nil, err
+	}
+	prep, err := p.log.PrepareTruncateTo(offset)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedTruncation{fr: fr, tp: tp, p: p, prep: prep}, nil
+}
+
+// preparedTruncation is a follower's prepared truncation (fetcher.PreparedTruncation).
+type preparedTruncation struct {
+	fr   *followerReplicas
+	tp   TopicPartition
+	p    *Partition
+	prep *logstore.PreparedTruncation
+}
+
+// Commit applies the truncation under the partition's lock if this broker still follows the
+// partition with the same log, else aborts it (and returns the error withFollower gives).
+func (pt *preparedTruncation) Commit() error {
+	committed := false
+	err := pt.fr.withFollower(pt.tp, true, func(p *Partition) error {
+		if p != pt.p {
+			return notFollowerf(pt.tp, "was re-created")
+		}
+		committed = true
+		return p.truncated(func() error { return pt.prep.Commit() })
+	})
+	if !committed {
+		pt.prep.Abort()
+	}
+	return err
+}
+
+// Abort drops the prepared truncation.
+func (pt *preparedTruncation) Abort() { pt.prep.Abort() }
+
+// truncated runs truncate, a truncation of the follower's log (p.mu held for writing), and
+// makes the HW follow the LEO down.
+func (p *Partition) truncated(truncate func() error) error {
+	before := p.log.LogEndOffset()
+	if err := truncate(); err != nil {
+		return err
+	}
+	after := p.log.LogEndOffset()
+	p.setFollowerHW(min(p.highWatermark(), after))
+	if after < before {
+		p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
+		p.record(replevents.Event{Kind: replevents.Truncate, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
+			FromOffset: before, ToOffset: after, HighWatermark: p.highWatermark()})
+	}
+	return nil
 }
 
 // TruncateFullyAndStartAt empties the follower's log and restarts it at offset (S20).
