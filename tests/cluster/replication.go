@@ -336,6 +336,24 @@ func CompareReplicas(hw int64, logStarts map[int32]int64, logs map[int32][]Segme
 	return ""
 }
 
+// AgreedLogStarts is LogStartOffsets with the condition the replica comparison waits for: why
+// is "" once every replica of ids reports the same log start offset (a follower takes the
+// leader's with its next fetch; CompareReplicas reports a lasting split).
+func (c *Cluster) AgreedLogStarts(topic string, p int32, ids []int32) (starts map[int32]int64, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ls, err := c.LogStartOffsets(ctx, topic, p, ids)
+	if err != nil {
+		return nil, err.Error()
+	}
+	for _, id := range ids[1:] {
+		if ls[id] != ls[ids[0]] {
+			return ls, fmt.Sprintf("%s-%d: log start offsets %v", topic, p, ls)
+		}
+	}
+	return ls, ""
+}
+
 // LogStartOffsets asks every broker of ids for its own replica's log start offset of topic-p
 // (ListOffsets earliest as Kafka's debugging consumer, replica id -2, which any replica
 // answers, not only the leader).

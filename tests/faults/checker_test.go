@@ -243,17 +243,9 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 				}
 				logs[id] = bs
 			}
-			// Every replica's own log start offset: a follower takes the leader's with its
-			// next fetch, so wait for them to agree; CompareReplicas reports a lasting split.
-			ls, err := c.LogStartOffsets(ctx, topic, p, replicas)
-			if err != nil {
-				return false, err.Error()
-			}
-			starts = ls
-			for _, id := range replicas[1:] {
-				if ls[id] != ls[replicas[0]] {
-					return false, fmt.Sprintf("%s-%d: log start offsets %v", topic, p, ls)
-				}
+			var why string
+			if starts, why = c.AgreedLogStarts(topic, p, replicas); why != "" {
+				return false, why
 			}
 			hw = h
 			return true, ""

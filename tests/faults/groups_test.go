@@ -160,7 +160,18 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	s.waitFullISR(waitLong)
 	s.all.waitAcks(t, -1, 1000, waitLong, "after the old coordinator rejoined")
 
-	// Stop writing, read the log back: that is what the group must process and commit.
+	g := checkGroup(s, j, group, m1, m2)
+	s.extra = append(s.extra, "coordinator_moved="+fmtDur(moved), "commits_resumed="+fmtDur(resumed),
+		fmt.Sprintf("group_commits=%d group_reread=%d group_violations=%d", g.CommitsSeen, g.Repeated, len(g.Violations)))
+	s.finish()
+}
+
+// checkGroup ends a group row: it stops the workload, reads the log back (what the group must
+// process and commit), waits until the members committed its end offsets, stops them and runs
+// checker G over the journal and the final OffsetFetch; every violation fails the test.
+func checkGroup(s *scenario, j *cluster.GroupJournal, group string, members ...*groupMember) cluster.GroupCheck {
+	t := s.t
+	t.Helper()
 	s.all.finish(t)
 	recs, err := readAll(s.c, s.topic, topicPartitions, time.Now().Add(readableWithin))
 	if err != nil {
@@ -173,10 +184,12 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	if gaps := log.Gaps(); gaps != "" {
 		t.Errorf("final read: %s", gaps)
 	}
-	ends := log.Ends(topicPartitions)
-	s.c.WaitCommitted(group, s.topic, ends, waitLong)
-	m1.stop()
-	m2.stop()
+	s.c.WaitCommitted(group, s.topic, log.Ends(topicPartitions), waitLong)
+	for _, m := range members {
+		m.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	final, err := s.c.CommittedOffsets(ctx, group, s.topic)
 	if err != nil {
 		t.Fatalf("G: final OffsetFetch: %v", err)
@@ -187,9 +200,7 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	}
 	t.Logf("G: %d records processed (%d re-read from the uncommitted tail), %d sessions, %d commits seen; watcher errors %v",
 		g.Processed, g.Repeated, g.Sessions, g.CommitsSeen, j.WatchErrors())
-	s.extra = append(s.extra, "coordinator_moved="+fmtDur(moved), "commits_resumed="+fmtDur(resumed),
-		fmt.Sprintf("group_commits=%d group_reread=%d group_violations=%d", g.CommitsSeen, g.Repeated, len(g.Violations)))
-	s.finish()
+	return g
 }
 
 // rollingRestarts is row 17's number of rolling restarts (docs/reliability.md, fault matrix: ×5).
@@ -261,29 +272,7 @@ func TestFault17_RollingRestart(t *testing.T) {
 	}
 	s.heal(fmt.Sprintf("%d rolling restarts done", rollingRestarts))
 
-	s.all.finish(t)
-	recs, err := readAll(s.c, s.topic, topicPartitions, time.Now().Add(readableWithin))
-	if err != nil {
-		t.Fatalf("U: %v", err)
-	}
-	log := cluster.NewProducedLog()
-	for _, r := range recs {
-		log.Add(r.Partition, r.Offset, r.Value)
-	}
-	ends := log.Ends(topicPartitions)
-	s.c.WaitCommitted(group, s.topic, ends, waitLong)
-	m1.stop()
-	m2.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	final, err := s.c.CommittedOffsets(ctx, group, s.topic)
-	if err != nil {
-		t.Fatalf("G: final OffsetFetch: %v", err)
-	}
-	g := j.Check(log.Values(), final)
-	for _, v := range g.Violations {
-		t.Errorf("G: %s", v)
-	}
+	g := checkGroup(s, j, group, m1, m2)
 	s.extra = append(s.extra, fmt.Sprintf("bounces=%d generation=%d->%d group_commits=%d group_reread=%d group_violations=%d",
 		bounces, before["m1"].gen, after["m1"].gen, g.CommitsSeen, g.Repeated, len(g.Violations)))
 	s.finish()

@@ -159,19 +159,9 @@ func waitReplicasIdentical(t *testing.T, c *cluster.Cluster, topic string, assig
 				}
 				logs[id] = bs
 			}
-			// Every replica's own log start offset: a follower takes the leader's with its
-			// next fetch, so wait for them to agree; CompareReplicas reports a lasting split.
-			lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer lcancel()
-			ls, err := c.LogStartOffsets(lctx, topic, p, replicas)
-			if err != nil {
-				return false, err.Error()
-			}
-			starts = ls
-			for _, id := range replicas[1:] {
-				if ls[id] != ls[replicas[0]] {
-					return false, fmt.Sprintf("%s-%d: log start offsets %v", topic, p, ls)
-				}
+			var why string
+			if starts, why = c.AgreedLogStarts(topic, p, replicas); why != "" {
+				return false, why
 			}
 			hw = h
 			return true, ""
