@@ -221,8 +221,9 @@ func (ct *Controller) onReplicasBecomeOffline(replicas []partitionReplica) error
 	if err := ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
 		return err
 	}
-	ct.rsm.failDeletion(deleting)
 	b.updateMetadata(ct.ctx.liveIDs(), tps)
 	b.send()
-	return nil
+	// Replicas of topics queued for deletion: ineligible, the deletion halted until they can be
+	// deleted (the deletion manager's own path, as for a broker failure in brokers.go).
+	return ct.deletion.failReplicas(deleting)
 }
