@@ -6,7 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/agent"
 )
 
@@ -25,7 +25,7 @@ type shutdownSettings struct {
 }
 
 // controlledShutdown runs the broker side of K7 (zkcoord/agent's controlled shutdown client)
-// over the Kafka protocol connection of logstore/kproto. It returns whether the shutdown was
+// over the Kafka protocol connection of broker/kproto. It returns whether the shutdown was
 // acknowledged.
 func controlledShutdown(ctx context.Context, zk controllerLocator, s shutdownSettings, log logrus.FieldLogger) bool {
 	return agent.ControlledShutdown(ctx, zk, agent.ShutdownSettings{

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -113,7 +113,7 @@ func quietLog() logrus.FieldLogger {
 }
 
 // TestControlledShutdownOverKproto (K7): the broker's controlled shutdown reaches the
-// controller over logstore/kproto: a ControlledShutdown v3 with its id and epoch, the
+// controller over broker/kproto: a ControlledShutdown v3 with its id and epoch, the
 // controller's error and remaining partitions read back (retried until the clean answer),
 // and an unreachable controller failing within the socket timeout. The retry logic itself
 // (max.retries, no controller, a cancelled context) is tested in zkcoord/agent.

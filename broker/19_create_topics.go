@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 func find(t *testing.T, ds []describedConfig, name string) describedConfig {

@@ -6,7 +6,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // responseStream is a connection's responses in request order, and the right to write them
@@ -192,7 +193,7 @@ func (c *conn) finish(sl *slot) bool {
 		// Part of the response may be on the wire: only closing keeps the stream framed. A
 		// segment file shorter than its region (truncated under the read) is worth telling;
 		// a client that went away is not.
-		if errors.Is(err, kproto.ErrShortFile) {
+		if errors.Is(err, record.ErrShortFile) {
 			c.log.WithError(err).Info("closing connection: writing a fetch response from the segment files failed")
 		} else if !errors.Is(err, net.ErrClosed) {
 			c.log.WithError(err).Debug("closing connection: writing a response failed")

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
-	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
+	"github.com/isrbroker/isrbroker/broker/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto/kprototest"
 )
 
 // loopbackConn returns a broker conn on the server side of a real loopback TCP connection

@@ -16,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/logstore"
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
@@ -430,8 +431,8 @@ func makeBatch(n int, value []byte) []byte {
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
-	b := make([]byte, kproto.BatchHeaderSize, kproto.BatchHeaderSize+len(recs))
-	binary.BigEndian.PutUint32(b[8:], uint32(kproto.BatchMinLength+len(recs)))
+	b := make([]byte, record.BatchHeaderSize, record.BatchHeaderSize+len(recs))
+	binary.BigEndian.PutUint32(b[8:], uint32(record.BatchMinLength+len(recs)))
 	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
 	b[16] = 2
 	binary.BigEndian.PutUint32(b[23:], uint32(n-1))

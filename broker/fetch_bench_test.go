@@ -10,7 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -40,7 +41,7 @@ func benchmarkFetchResponse(b *testing.B, perPart int) {
 	if _, err := f.Write(data); err != nil {
 		b.Fatal(err)
 	}
-	file := kproto.FileRecords{Regions: []kproto.FileRegion{{File: f, Len: int64(len(data))}}, Len: int64(len(data))}
+	file := record.FileRecords{Regions: []record.FileRegion{{File: f, Len: int64(len(data))}}, Len: int64(len(data))}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -8,7 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -27,7 +28,7 @@ func TestZeroCopyFetchMatchesCopy(t *testing.T) {
 	if _, err := f.Write(append([]byte("junk before"), three...)); err != nil {
 		t.Fatal(err)
 	}
-	file := kproto.FileRecords{Regions: []kproto.FileRegion{{File: f, Pos: 11, Len: int64(len(three))}}, Len: int64(len(three))}
+	file := record.FileRecords{Regions: []record.FileRegion{{File: f, Pos: 11, Len: int64(len(three))}}, Len: int64(len(three))}
 
 	for _, c := range []struct {
 		name                   string

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 )
 
 // frameFirstChunk is the first buffer of a request frame that has not arrived yet: a frame

@@ -1,6 +1,6 @@
 package broker
 
-import "github.com/isrbroker/isrbroker/logstore/ratelog"
+import "github.com/isrbroker/isrbroker/broker/ratelog"
 
 // requestWarnings rate-limits the lines a client can repeat on every request (bad frames,
 // requests before the first UpdateMetadata, failed topic auto-creation): once per 10 s per

@@ -13,7 +13,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore/ratelog"
+	"github.com/isrbroker/isrbroker/broker/ratelog"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 

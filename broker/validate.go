@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // maxTopicNameLen is Kafka's limit (249: the partition directory name adds "-<partition>").
@@ -40,9 +39,9 @@ func validTopicName(name string) bool {
 // (MESSAGE_TOO_LARGE; max.message.bytes is a topic config) and the records are checked once,
 // by the log on append (logstore/validate.go).
 func validateProduceRecords(version int16, b []byte) (int16, error) {
-	size, whole, err := kproto.NextBatch(b)
+	size, whole, err := record.NextBatch(b)
 	switch {
-	case errors.Is(err, kproto.ErrBatchLength):
+	case errors.Is(err, record.ErrBatchLength):
 		return kerr.CorruptMessage.Code, err
 	case err != nil:
 		return kerr.InvalidRecord.Code, err
@@ -72,7 +71,7 @@ var errBatchFraming = errors.New("records are not exactly one record batch")
 func batchPrefix(records []byte, limit int64, minOne bool) int {
 	off := 0
 	for off < len(records) {
-		size, whole, err := kproto.NextBatch(records[off:])
+		size, whole, err := record.NextBatch(records[off:])
 		if err != nil || size == 0 {
 			break
 		}

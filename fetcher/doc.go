@@ -7,7 +7,7 @@
 // The fetcher never touches ZooKeeper and never imports zkcoord or replicamanager. It talks to:
 //   - leaders, over the Kafka protocol (Fetch v11, OffsetForLeaderEpoch v3, ListOffsets v5 with
 //     replica_id set), through the small Leader interface; RemoteLeader implements it over
-//     logstore/kproto.Conn and tests use an in-memory twin;
+//     broker/kproto.Conn and tests use an in-memory twin;
 //   - the local replica, only through the Local interface, which the replica manager implements;
 //   - the follower replication throttle, only through the optional ReplicaQuota (Config.Quota):
 //     a throttled partition that is not in sync is left out of fetches while the quota is

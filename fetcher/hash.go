@@ -1,6 +1,6 @@
 package fetcher
 
-import "github.com/isrbroker/isrbroker/logstore/kproto"
+import "github.com/isrbroker/isrbroker/broker/kproto"
 
 // FetcherID picks the fetcher of a partition toward one leader (S15, S16):
 // Utils.abs(31 * topic.hashCode() + partition) % num.replica.fetchers, in int32 arithmetic as

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 )
 
 // Request versions a fetcher sends (both sides are isrbroker, no negotiation).
@@ -30,7 +30,7 @@ type Leader interface {
 	Close() error
 }
 
-// RemoteLeader is a Leader over one logstore/kproto connection, dialled lazily and redialled after
+// RemoteLeader is a Leader over one broker/kproto connection, dialled lazily and redialled after
 // any error (kproto.Conn closes itself on errors).
 type RemoteLeader struct {
 	addr, localAddr, clientID string

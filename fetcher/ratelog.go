@@ -3,7 +3,7 @@ package fetcher
 import (
 	"fmt"
 
-	"github.com/isrbroker/isrbroker/logstore/ratelog"
+	"github.com/isrbroker/isrbroker/broker/ratelog"
 )
 
 // backoffWarnings rate-limits a fetcher's warnings about a leader it cannot reach: with the

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // errCorruptResponse marks a fetched record set that is malformed or breaks the size limits.
@@ -19,7 +19,7 @@ var errCorruptResponse = errors.New("fetcher: corrupt fetch response")
 func completeBatches(records []byte, maxBytes int32) (valid []byte, n int, oversize bool, err error) {
 	pos := 0
 	for pos < len(records) {
-		size, whole, err := kproto.NextBatch(records[pos:])
+		size, whole, err := record.NextBatch(records[pos:])
 		if err != nil {
 			return nil, 0, false, fmt.Errorf("%w: batch at byte %d: %w", errCorruptResponse, pos, err)
 		}

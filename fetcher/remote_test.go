@@ -9,11 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 )
 
 // serveMemLeader serves m over the Kafka protocol on a loopback listener: the fetcher's
-// RemoteLeader then talks to it through logstore/kproto exactly as to a broker. dropFirst closes
+// RemoteLeader then talks to it through broker/kproto exactly as to a broker. dropFirst closes
 // the first connection after its first request, to exercise redialling.
 func serveMemLeader(t *testing.T, m *memLeader, dropFirst bool) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -5,7 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 )
 
 // This file is the fetcher's OFFSET_OUT_OF_RANGE handling (S19–S21): ListOffsets LATEST, then

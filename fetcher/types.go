@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
-
-	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // TopicPartition names one partition (the log layer's type, shared).
-type TopicPartition = logstore.TopicPartition
+type TopicPartition = record.TopicPartition
 
 // BrokerEndPoint is a leader's id and inter-broker address ("host:port").
 type BrokerEndPoint struct {
@@ -49,7 +48,7 @@ type Config struct {
 	Log      logrus.FieldLogger
 
 	// NewLeader, when set, builds the Leader a new fetcher talks to (tests plug an in-memory
-	// leader here). nil means a RemoteLeader over logstore/kproto.
+	// leader here). nil means a RemoteLeader over broker/kproto.
 	NewLeader func(leader BrokerEndPoint, fetcherID int) Leader
 
 	// Quota is the follower replication throttle (follower.replication.throttled.*, issue 4);

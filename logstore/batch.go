@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // Record batch v2 header layout (big endian), the storage format of every segment:
@@ -29,9 +29,9 @@ import (
 // baseOffset and partitionLeaderEpoch lie before the CRC'd range, so the broker rewrites them
 // without recomputing the CRC.
 const (
-	batchHeaderSize  = kproto.BatchHeaderSize  // whole v2 header, first record starts here
-	batchLengthShift = kproto.BatchLogOverhead // baseOffset + batchLength: bytes not counted by batchLength
-	minBatchLength   = kproto.BatchMinLength
+	batchHeaderSize  = record.BatchHeaderSize  // whole v2 header, first record starts here
+	batchLengthShift = record.BatchLogOverhead // baseOffset + batchLength: bytes not counted by batchLength
+	minBatchLength   = record.BatchMinLength
 
 	offBaseOffset      = 0
 	offLength          = 8
@@ -91,13 +91,13 @@ func parseHeader(b []byte) BatchHeader {
 	}
 }
 
-// checkBatchAt validates the batch starting at b[0]: its framing (kproto.NextBatch: the length
+// checkBatchAt validates the batch starting at b[0]: its framing (record.NextBatch: the length
 // covers the header and is bounded by the bytes in b, never trusted beyond them, KAFKA-14063;
 // magic is 2), then the CRC-32C and the offset delta. It returns the header. A batch that
 // claims more bytes than b holds returns errTruncated so callers can tell a torn tail from
 // corruption.
 func checkBatchAt(b []byte) (BatchHeader, error) {
-	_, whole, err := kproto.NextBatch(b)
+	_, whole, err := record.NextBatch(b)
 	if err != nil {
 		return BatchHeader{}, fmt.Errorf("%w: %w", ErrCorruptMessage, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // Config is the per-log configuration (broker `log.*` defaults, overridable per topic). The

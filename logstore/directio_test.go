@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // The gate turns direct appends off only when appends keep sleeping in the kernel: a slow
@@ -141,7 +141,7 @@ func TestReadRegionsMarksResidentData(t *testing.T) {
 	l.writeback = &writebackQueue{start: func(*os.File, int64, int64) {}}
 	batch := testBatch{valueSize: 10_000}.build()
 	appendBatch := func() int64 { return mustAppend(t, l, append([]byte(nil), batch...), 0).FirstOffset }
-	regionAt := func(off int64) kproto.FileRegion {
+	regionAt := func(off int64) record.FileRegion {
 		t.Helper()
 		fr, err := l.ReadRegions(off, 1<<20, l.LogEndOffset(), true)
 		if err != nil || len(fr.Regions) == 0 {

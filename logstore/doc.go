@@ -38,4 +38,7 @@
 // truncations from their preparation (the copy of the kept bytes, which holds none of the other
 // locks: truncate_swap.go) to their commit. Order: truncMu < appendMu < flushMu < mu. Readers hold only mu.RLock, for the duration of a read, so an append
 // writes its bytes to the file without blocking readers and publishes them under a short lock.
+//
+// Its one sub-package, logstore/record, is the record format the other layers share without
+// the log (TopicPartition, batch framing, file regions); nothing else lives under logstore/.
 package logstore

@@ -5,29 +5,29 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // ReadRegions is Read without reading the records: the same whole batches, as regions of the
-// segment files (kproto.FileRecords), for a fetch response that sends them with sendfile
+// segment files (record.FileRecords), for a fetch response that sends them with sendfile
 // (Kafka's FileRecords.slice; docs/performance.md, "Zero-copy reads"). Only batch headers are
 // read. The regions stay valid while the segments' files are open: a region whose segment is
-// deleted, truncated or closed before it is sent fails to send (kproto.ErrShortFile, or a
+// deleted, truncated or closed before it is sent fails to send (record.ErrShortFile, or a
 // closed file).
-func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (kproto.FileRecords, error) {
+func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (record.FileRecords, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return kproto.FileRecords{}, ErrClosed
+		return record.FileRecords{}, ErrClosed
 	}
 	if err := l.health.check(); err != nil {
-		return kproto.FileRecords{}, err
+		return record.FileRecords{}, err
 	}
 	if startOffset < l.logStart || startOffset > l.leo {
-		return kproto.FileRecords{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
+		return record.FileRecords{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
 	}
 	if startOffset == l.leo || startOffset >= maxOffset {
-		return kproto.FileRecords{}, nil
+		return record.FileRecords{}, nil
 	}
 	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
 }
@@ -46,8 +46,8 @@ const batchEndHeader = offLastOffsetDelta + 4
 // log's tail costs one header read, not one per batch, and none when recent (the Log's
 // recentBatches, recent.go) knows where the first batch starts.
 // read copies its regions' bytes.
-func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, minOneBatch bool, recent *recentBatches) (kproto.FileRecords, error) {
-	var out kproto.FileRecords
+func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, minOneBatch bool, recent *recentBatches) (record.FileRecords, error) {
+	var out record.FileRecords
 	i := sort.Search(len(sl), func(i int) bool { return sl[i].base > startOffset }) - 1
 	if i < 0 {
 		i = 0
@@ -138,7 +138,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		if p < limit {
 			stop = true
 		}
-		out.Regions = append(out.Regions, kproto.FileRegion{File: s.f, Pos: pos, Len: p, Resident: resident(i, pos)})
+		out.Regions = append(out.Regions, record.FileRegion{File: s.f, Pos: pos, Len: p, Resident: resident(i, pos)})
 		out.Len += p
 		budget -= p
 		if stop || budget <= 0 {

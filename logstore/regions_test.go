@@ -13,7 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // ReadRegions delimits exactly the bytes Read returns, for every start offset, budget, upper
@@ -149,8 +150,8 @@ func TestZeroCopyFetchTruncatedAndRewrittenAfterRegionsChosen(t *testing.T) {
 				if err == nil && !bytes.Equal(got, old) {
 					t.Fatalf("ReadAll returned %d bytes that were not at the offsets read when the regions were chosen", len(got))
 				}
-				if err != nil && !errors.Is(err, kproto.ErrShortFile) && !errors.Is(err, os.ErrClosed) {
-					t.Fatalf("ReadAll: %v, want the old batch, kproto.ErrShortFile or a closed file", err)
+				if err != nil && !errors.Is(err, record.ErrShortFile) && !errors.Is(err, os.ErrClosed) {
+					t.Fatalf("ReadAll: %v, want the old batch, record.ErrShortFile or a closed file", err)
 				}
 				return
 			}

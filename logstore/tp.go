@@ -1,7 +1,7 @@
 package logstore
 
-// TopicPartition names one partition; replicamanager aliases it.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
+import "github.com/isrbroker/isrbroker/logstore/record"
+
+// TopicPartition names one partition; it is the record format's (logstore/record), aliased
+// here because the log's own code names partitions everywhere.
+type TopicPartition = record.TopicPartition

@@ -8,7 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/isrbroker/isrbroker/logstore"
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
 

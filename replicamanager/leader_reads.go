@@ -3,10 +3,9 @@ package replicamanager
 import (
 	"slices"
 
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/isrbroker/isrbroker/logstore/kproto"
 )
 
 // leaderReads is the read path of a leader: Fetch from consumers and followers (with the
@@ -77,7 +76,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			limit = remaining
 		}
 		var records []byte
-		var files kproto.FileRecords
+		var files record.FileRecords
 		var err error
 		if unassigned {
 			lr.rm.log.WithFields(logrus.Fields{"topic": part.Topic, "partition": part.Partition, "replica": fp.ReplicaID}).

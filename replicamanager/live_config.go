@@ -11,7 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/isrbroker/isrbroker/logstore"
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // Live configuration (issue 12; docs/live-configs.md §1–2). Every topic config and

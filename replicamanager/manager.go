@@ -13,7 +13,7 @@ import (
 
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
-	"github.com/isrbroker/isrbroker/logstore/ratelog"
+	"github.com/isrbroker/isrbroker/broker/ratelog"
 )
 
 // IsrWriter writes a leader's own ISR change to ZooKeeper as a compare-and-set on the partition

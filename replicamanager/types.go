@@ -3,12 +3,11 @@ package replicamanager
 import (
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore"
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // TopicPartition names one partition (the log layer's type, shared).
-type TopicPartition = logstore.TopicPartition
+type TopicPartition = record.TopicPartition
 
 // PartitionState is one partition's entry of a LeaderAndIsr request from the controller
 // (docs/kafka-facts.md §2, LeaderAndIsrRequest.json).
@@ -96,7 +95,7 @@ type FetchPartitionResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
-	Files            kproto.FileRecords
+	Files            record.FileRecords
 }
 
 // ListOffsetsPartition asks for an offset by timestamp: -2 earliest, -1 latest, else the

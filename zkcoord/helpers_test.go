@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/zktest"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // binding ties one configdef key to the Config field tagged with its name.

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // Listener is one entry of listeners / advertised.listeners: NAME://host:port.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // base is the smallest valid property set.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md from the configdef table")

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/isrbroker/isrbroker/logstore/configdef"
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 )
 
 // Load reads a server.properties file, applies the --override key=value pairs after it (later

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/prometheus/client_golang/prometheus"
 	metrics "github.com/rcrowley/go-metrics"
@@ -41,7 +42,7 @@ func brokerRegistry(replicas int) metrics.Registry {
 	const perTopic = 100
 	topics := map[string]bool{}
 	for i := 0; i < replicas; i++ {
-		tp := logstore.TopicPartition{Topic: fmt.Sprintf("topic-%03d", i/perTopic), Partition: int32(i % perTopic)}
+		tp := record.TopicPartition{Topic: fmt.Sprintf("topic-%03d", i/perTopic), Partition: int32(i % perTopic)}
 		topics[tp.Topic] = true
 		l := &benchLog{size: int64(i) * 1000, start: int64(i), end: int64(i) * 10, segs: 1 + i%3}
 		gauges := map[string]func() int64{

@@ -16,7 +16,7 @@ import (
 // AlterTopicConfig applies edit to topic's config znode (/config/topics/<topic>) and notifies
 // every broker. edit receives the current config (empty when the znode is absent) and changes it
 // in place; nothing is written when it leaves the config unchanged. Values are not validated
-// here: callers check them against logstore/configdef first.
+// here: callers check them against broker/config/configdef first.
 func (adm *Admin) AlterTopicConfig(topic string, edit func(map[string]string)) error {
 	return adm.alterConfig(zkdata.TopicConfigPath(topic), zkdata.TopicEntity(topic), edit)
 }

@@ -22,7 +22,7 @@ type ControllerLocator interface {
 	BrokerEpoch() int64
 }
 
-// Requester is one Kafka-protocol connection (logstore/kproto's Conn).
+// Requester is one Kafka-protocol connection (broker/kproto's Conn).
 type Requester interface {
 	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 	Close() error
@@ -36,7 +36,7 @@ type ShutdownSettings struct {
 	MaxRetries   int           // controlled.shutdown.max.retries: the number of attempts, as in Kafka
 	RetryBackoff time.Duration // controlled.shutdown.retry.backoff.ms
 	Timeout      time.Duration // controller.socket.timeout.ms: connect + answer of one attempt
-	// Dial connects to the controller (logstore/kproto's Dial, passed in by main.go; unit
+	// Dial connects to the controller (broker/kproto's Dial, passed in by main.go; unit
 	// tests pass a fake).
 	Dial func(ctx context.Context, addr, clientID string, timeout time.Duration) (Requester, error)
 }

@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/internal/queue"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"

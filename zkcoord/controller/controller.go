@@ -35,7 +35,7 @@ type Config struct {
 	Registry                           metrics.Registry // nil: metrics.DefaultRegistry
 	Log                                logrus.FieldLogger
 	// Dial opens the controller's connection to a broker; nil dials the Kafka protocol over
-	// TCP (logstore/kproto). Unit tests record requests in memory instead.
+	// TCP (broker/kproto). Unit tests record requests in memory instead.
 	Dial DialFunc
 }
 

@@ -1,6 +1,6 @@
 package controller
 
-import "github.com/isrbroker/isrbroker/logstore/ratelog"
+import "github.com/isrbroker/isrbroker/broker/ratelog"
 
 // responseWarnings rate-limits the warnings about brokers' error responses to controller
 // requests (STALE_CONTROLLER_EPOCH per partition, K3): once per 10 s per broker, partition and

@@ -3,11 +3,11 @@ package zkdata
 import (
 	"errors"
 
-	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // TopicPartition names one partition (the log layer's type, shared).
-type TopicPartition = logstore.TopicPartition
+type TopicPartition = record.TopicPartition
 
 // Endpoint is one advertised listener of a broker.
 type Endpoint struct {

@@ -6,7 +6,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/isrbroker/isrbroker/logstore"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // Int32s returns a sorted copy of s.
@@ -27,8 +27,8 @@ func Keys[K cmp.Ordered, V any](m map[K]V) []K {
 }
 
 // TPs sorts s by topic, then partition, in place.
-func TPs(s []logstore.TopicPartition) {
-	slices.SortFunc(s, func(a, b logstore.TopicPartition) int {
+func TPs(s []record.TopicPartition) {
+	slices.SortFunc(s, func(a, b record.TopicPartition) int {
 		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}
@@ -37,8 +37,8 @@ func TPs(s []logstore.TopicPartition) {
 }
 
 // TPKeys returns the keys of m sorted by topic, then partition.
-func TPKeys[V any](m map[logstore.TopicPartition]V) []logstore.TopicPartition {
-	out := make([]logstore.TopicPartition, 0, len(m))
+func TPKeys[V any](m map[record.TopicPartition]V) []record.TopicPartition {
+	out := make([]record.TopicPartition, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}

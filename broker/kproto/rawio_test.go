@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
+	"github.com/isrbroker/isrbroker/broker/kproto/kprototest"
 )
 
 // A SocketReader reads as net.Conn does: what arrived, waiting for it when nothing has; the

@@ -6,8 +6,8 @@
 // partition, a controller, a listener) at most once per interval; the first line after the
 // interval carries the field suppressed=<n>, the count of lines dropped meanwhile.
 //
-// The package imports nothing of the repository (the bottom layer of docs/design.md), so every
-// layer may use it.
+// The package imports nothing of the repository: it is one of the named shared leaves of
+// docs/design.md ("Layering"), beside the wire helpers (broker/kproto), so every layer may use it.
 package ratelog
 
 import (

@@ -3,6 +3,8 @@ package kproto
 import (
 	"io"
 	"syscall"
+
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // FrameWrite is one response frame on its way to a socket: its pieces in wire order (bytes of
@@ -20,7 +22,7 @@ type FrameWrite struct {
 // framePiece is either bytes or a file region.
 type framePiece struct {
 	b      []byte
-	region FileRegion
+	region record.FileRegion
 	file   bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +16,7 @@ import (
 // takes only an *os.File at its current position, not a section of it. The socket's write
 // deadline and the runtime poller apply (the write waits for the socket to drain). Other
 // writers, and kernels that refuse sendfile for the pair, get the copying path.
-func WriteFileRegion(w io.Writer, r FileRegion) error {
+func WriteFileRegion(w io.Writer, r record.FileRegion) error {
 	if r.Len == 0 {
 		return nil
 	}
@@ -44,7 +45,7 @@ func WriteFileRegion(w io.Writer, r FileRegion) error {
 				}
 				switch {
 				case err == nil && n == 0:
-					opErr = ErrShortFile // the file ends before the region does
+					opErr = record.ErrShortFile // the file ends before the region does
 					return true
 				case err == nil || errors.Is(err, unix.EINTR):
 				case errors.Is(err, unix.EAGAIN):
@@ -79,7 +80,7 @@ func WriteFileRegion(w io.Writer, r FileRegion) error {
 // directly (rawio_linux.go): the socket is non-blocking and the pages are in memory, so the
 // call cannot block; any other region may wait for the disk and goes through unix.Sendfile,
 // which lets the scheduler hand the P on.
-func trySendfile(raw syscall.RawConn, r FileRegion) int64 {
+func trySendfile(raw syscall.RawConn, r record.FileRegion) int64 {
 	fraw, err := r.File.SyscallConn()
 	if err != nil {
 		return 0

@@ -10,7 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
-	"github.com/isrbroker/isrbroker/logstore/kproto/kprototest"
+	"github.com/isrbroker/isrbroker/broker/kproto/kprototest"
+	"github.com/isrbroker/isrbroker/logstore/record"
 )
 
 // A spliced fetch frame written with TryWrite until the socket stops taking bytes, then with
@@ -47,8 +48,8 @@ func TestFrameWriteResumesWhereTryWriteStopped(t *testing.T) {
 	}
 	half := int64(size / 2)
 	sf := &SplicedFetch{Resp: build([]byte{}), Files: []SplicedPartition{
-		{Topic: 0, Partition: 0, Records: FileRecords{Regions: []FileRegion{{f, 0, 1 << 20, true}, {f, 1 << 20, half - 1<<20, false}}, Len: half}},
-		{Topic: 0, Partition: 1, Records: FileRecords{Regions: []FileRegion{{f, 0, half, true}}, Len: half}},
+		{Topic: 0, Partition: 0, Records: record.FileRecords{Regions: []record.FileRegion{{File: f, Pos: 0, Len: 1 << 20, Resident: true}, {File: f, Pos: 1 << 20, Len: half - 1<<20, Resident: false}}, Len: half}},
+		{Topic: 0, Partition: 1, Records: record.FileRecords{Regions: []record.FileRegion{{File: f, Pos: 0, Len: half, Resident: true}}, Len: half}},
 	}}
 	frame, cuts, err := AppendSplicedFetch(nil, 5, sf)
 	if err != nil {
@@ -117,7 +118,7 @@ func TestFrameWriteSendsSmallSplicedFrameAsOneSegment(t *testing.T) {
 	tr.Partitions = append(tr.Partitions, rp)
 	resp.Topics = append(resp.Topics, tr)
 	sf := &SplicedFetch{Resp: resp, Files: []SplicedPartition{
-		{Records: FileRecords{Regions: []FileRegion{{f, 0, int64(len(records)), true}}, Len: int64(len(records))}},
+		{Records: record.FileRecords{Regions: []record.FileRegion{{File: f, Pos: 0, Len: int64(len(records)), Resident: true}}, Len: int64(len(records))}},
 	}}
 	frame, cuts, err := AppendSplicedFetch(nil, 1, sf)
 	if err != nil {

@@ -1,13 +1,14 @@
 // Package kproto owns the Kafka-protocol helpers shared by the broker's server side, the log and
 // the inter-broker clients (the controller's request queues and the replica fetchers): the
 // 4-byte size prefix (one frame reader), the hand-parsed request header, a minimal sequential
-// client connection, the framing walker over concatenated v2 record batches (NextBatch), and
-// the per-topic grouping of request partitions (ByTopic), and the socket I/O of the request
-// path (FrameWrite, SocketReader), whose system calls bypass the scheduler's hooks because they
-// cannot block (rawio_linux.go).
+// client connection, the per-topic grouping of request partitions (ByTopic), fetch responses
+// whose record sets are segment-file regions (SplicedFetch) and the socket I/O of the request
+// path (FrameWrite, SocketReader, sendfile), whose system calls bypass the scheduler's hooks
+// because they cannot block (rawio_linux.go).
 // Every request and response body is encoded and decoded by kmsg; nothing here hand-writes a body.
-// It sits under logstore, the lowest layer, and imports nothing of the repository, so fetcher,
-// zkcoord and the root package use it without importing anything under broker/.
+// It is one of the named shared leaves of docs/design.md ("Layering"): it imports only the
+// record format (logstore/record), so the fetcher, zkcoord's controller and the root package
+// use it without importing the server.
 package kproto
 
 import (

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -39,12 +40,12 @@ func fetchFixture(t *testing.T, version int16) (mem *kmsg.FetchResponse, sf *Spl
 		ta.Topic = "a"
 		for _, p := range []struct {
 			part    int32
-			regions []FileRegion
+			regions []record.FileRegion
 			aborted bool
 		}{
-			{0, []FileRegion{{f, 100, 2000, false}, {f, 5000, 3000, true}}, false},
+			{0, []record.FileRegion{{File: f, Pos: 100, Len: 2000, Resident: false}, {File: f, Pos: 5000, Len: 3000, Resident: true}}, false},
 			{1, nil, false},
-			{2, []FileRegion{{f, 0, 1, false}}, true},
+			{2, []record.FileRegion{{File: f, Pos: 0, Len: 1, Resident: false}}, true},
 		} {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset, rp.PreferredReadReplica = p.part, 42, 41, 1, -1
@@ -53,7 +54,7 @@ func fetchFixture(t *testing.T, version int16) (mem *kmsg.FetchResponse, sf *Spl
 				at.ProducerID, at.FirstOffset = 9, 10
 				rp.AbortedTransactions = append(rp.AbortedTransactions, at, at)
 			}
-			fr := FileRecords{Regions: p.regions}
+			fr := record.FileRecords{Regions: p.regions}
 			var recs []byte
 			for _, r := range p.regions {
 				fr.Len += r.Len
@@ -144,8 +145,8 @@ func TestWriteFileRegionShortFile(t *testing.T) {
 	_, sf := fetchFixture(t, 11)
 	r := sf.Files[0].Records.Regions[1]
 	r.Len = 1 << 20
-	if err := WriteFileRegion(io.Discard, r); !errors.Is(err, ErrShortFile) {
-		t.Fatalf("copy path: %v, want ErrShortFile", err)
+	if err := WriteFileRegion(io.Discard, r); !errors.Is(err, record.ErrShortFile) {
+		t.Fatalf("copy path: %v, want record.ErrShortFile", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -163,11 +164,11 @@ func TestWriteFileRegionShortFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := WriteFileRegion(c, r); !errors.Is(err, ErrShortFile) {
-		t.Fatalf("socket path: %v, want ErrShortFile", err)
+	if err := WriteFileRegion(c, r); !errors.Is(err, record.ErrShortFile) {
+		t.Fatalf("socket path: %v, want record.ErrShortFile", err)
 	}
-	if _, err := (FileRecords{Regions: []FileRegion{r}, Len: r.Len}).ReadAll(nil); !errors.Is(err, ErrShortFile) {
-		t.Fatalf("ReadAll: %v, want ErrShortFile", err)
+	if _, err := (record.FileRecords{Regions: []record.FileRegion{r}, Len: r.Len}).ReadAll(nil); !errors.Is(err, record.ErrShortFile) {
+		t.Fatalf("ReadAll: %v, want record.ErrShortFile", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kproto
+package record
 
 import (
 	"encoding/binary"

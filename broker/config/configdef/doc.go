@@ -10,11 +10,11 @@ func Markdown() string {
 	var b strings.Builder
 	b.WriteString(`# Configuration
 
-<!-- Generated from the configdef table (logstore/configdef/keys.go) by TestConfigurationDoc; do not edit.
+<!-- Generated from the configdef table (broker/config/configdef/keys.go) by TestConfigurationDoc; do not edit.
      Regenerate with: go test ./broker/config -run TestConfigurationDoc -update -->
 
 isrbroker reads Kafka 2.4's ` + "`server.properties`" + ` (` + "`isrbroker broker --config FILE [--override key=value]...`" + `).
-Every key is declared once, in ` + "`logstore/configdef/keys.go`" + `, with its type, default, valid values, scope and
+Every key is declared once, in ` + "`broker/config/configdef/keys.go`" + `, with its type, default, valid values, scope and
 isrbroker's status; parsing, validation, typo hints, the checks of topic configs and this page all come from it.
 
 - **used**: typed, validated and acted on.
