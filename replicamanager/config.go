@@ -7,8 +7,8 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // Live configuration (issue 12; docs/live-configs.md §1–2). Every topic config and

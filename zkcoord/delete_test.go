@@ -2,9 +2,10 @@ package zkcoord
 
 import (
 	"context"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

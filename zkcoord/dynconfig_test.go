@@ -1,11 +1,12 @@
 package zkcoord
 
 import (
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"maps"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
 )

@@ -2,11 +2,12 @@ package zkcoord
 
 import (
 	"context"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/rcrowley/go-metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/isrbroker/isrbroker/broker/kproto"

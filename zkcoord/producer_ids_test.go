@@ -2,9 +2,10 @@ package zkcoord
 
 import (
 	"context"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"sync"
 	"testing"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
 // Producer-id blocks (Kafka 2.4 ProducerIdManager): consecutive, non-overlapping blocks of

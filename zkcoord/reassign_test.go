@@ -3,11 +3,12 @@ package zkcoord
 import (
 	"context"
 	"errors"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -3,10 +3,11 @@ package zkcoord
 import (
 	"context"
 	"errors"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )

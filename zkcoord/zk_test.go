@@ -3,13 +3,14 @@ package zkcoord
 import (
 	"context"
 	"errors"
-	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"reflect"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/rcrowley/go-metrics"

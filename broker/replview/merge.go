@@ -1,9 +1,10 @@
 package replview
 
 import (
-	"github.com/isrbroker/isrbroker/fetcher"
 	"slices"
 	"sort"
+
+	"github.com/isrbroker/isrbroker/fetcher"
 
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
-	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
 )

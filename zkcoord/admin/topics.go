@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
+
 	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/sirupsen/logrus"
-	"math/rand/v2"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 )

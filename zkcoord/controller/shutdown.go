@@ -3,8 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
-	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 	"slices"
+
+	"github.com/isrbroker/isrbroker/zkcoord/internal/sorted"
 )
 
 // Controlled shutdown (K7; Kafka's KafkaController.doControlledShutdown). A broker about to stop sends ControlledShutdown
