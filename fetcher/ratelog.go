@@ -1,8 +1,6 @@
 package fetcher
 
 import (
-	"fmt"
-
 	"github.com/isrbroker/isrbroker/broker/ratelog"
 )
 
@@ -12,5 +10,4 @@ import (
 // (docs/logging.md, "Rate-limited warnings").
 var backoffWarnings = ratelog.New(ratelog.DefaultInterval, nil)
 
-// warnKey names this fetcher for the rate limit: the broker and Kafka's thread name.
-func (t *fetcherThread) warnKey() string { return fmt.Sprint(t.cfg.BrokerID, "/", t.name) }
+// A fetcher's warnings are keyed by fetcherThread.warnKey: the broker and Kafka's thread name.

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,6 +25,7 @@ type fetcherThread struct {
 	// OFFSET_OUT_OF_RANGE handling (thread_outofrange.go) work on it.
 	partitionStates
 	metricName string // the PartitionCount gauge's name
+	warnKey    string // names this fetcher for the rate limit of its warnings (ratelog.go)
 
 	wake   chan struct{}
 	ctx    context.Context
@@ -50,6 +52,7 @@ func newFetcherThread(m *Manager, fetcherID int, source BrokerEndPoint, leader L
 
 		partitionStates: newPartitionStates(),
 		metricName:      MetricPartitionCount(fetcherID, source.ID),
+		warnKey:         fmt.Sprint(m.cfg.BrokerID, "/", name),
 	}
 }
 

@@ -74,7 +74,7 @@ func (t *fetcherThread) maybeFetch() bool {
 	}
 	if err != nil {
 		// S17: on a send error, wait before the next fetch; every partition is delayed.
-		backoffWarnings.Warn(t.log.WithError(err), t.warnKey(), "error in fetch response; backing off")
+		backoffWarnings.Warn(t.log.WithError(err), t.warnKey, "error in fetch response; backing off")
 		t.mu.Lock()
 		for tp, ss := range sent {
 			if s := t.currentLocked(tp, ss, phaseFetching); s != nil {

@@ -89,7 +89,7 @@ func (t *fetcherThread) maybeTruncate() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
-		backoffWarnings.Warn(t.log.WithError(err), t.warnKey(), "OffsetForLeaderEpoch failed; backing off")
+		backoffWarnings.Warn(t.log.WithError(err), t.warnKey, "OffsetForLeaderEpoch failed; backing off")
 		for tp, ss := range sent {
 			if s := t.currentLocked(tp, ss, phaseTruncating); s != nil {
 				t.delayLocked(s)
