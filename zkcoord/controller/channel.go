@@ -120,7 +120,7 @@ func (m *channelManager) onResponse(brokerID int32, req kmsg.Request, resp kmsg.
 				WithField("topic", first[c].Topic).WithField("partition", first[c].Partition).
 				Warn("LeaderAndIsr partition errors (topic and partition: the first)")
 		}
-		m.ct.onLeaderAndIsrResponse(brokerID, r) // offline replicas (logdir.go)
+		m.ct.logDirs.onLeaderAndIsrResponse(brokerID, r) // offline replicas (logdir.go)
 	case *kmsg.UpdateMetadataResponse:
 		code = r.ErrorCode
 		epoch = req.(*kmsg.UpdateMetadataRequest).ControllerEpoch

@@ -60,6 +60,12 @@ type Controller struct {
 	deletion  *topicDeletionManager
 	reassign  *reassigner
 	preferred *preferredElector
+	// The handlers of the events from ZooKeeper watches and requests, grouped as Kafka's
+	// ControllerEvent handlers are (brokers.go, topics.go, logdir.go, elect_leaders.go).
+	brokerChanges    brokerChangeHandler
+	partitionChanges partitionChangeHandler
+	logDirs          logDirFailureHandler
+	electRequests    electionRequests
 
 	mActive    metrics.Gauge
 	mOffline   metrics.Gauge
@@ -106,6 +112,10 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 	ct.deletion.reset()
 	ct.reassign = &reassigner{ct: ct, inProgress: map[TopicPartition]*reassignCtx{}}
 	ct.preferred = &preferredElector{ct: ct}
+	ct.brokerChanges = brokerChangeHandler{ct}
+	ct.partitionChanges = partitionChangeHandler{ct}
+	ct.logDirs = logDirFailureHandler{ct}
+	ct.electRequests = electionRequests{ct}
 	return ct
 }
 
@@ -209,7 +219,7 @@ func (ct *Controller) handle(ev event) {
 		shutdownHandler{ct}.onRequest(ev.shutdown) // answers NOT_CONTROLLER itself when inactive
 		return
 	case evElectLeaders:
-		ct.onElectLeaders(ev.elect) // answers NOT_CONTROLLER itself when inactive
+		ct.electRequests.onElectLeaders(ev.elect) // answers NOT_CONTROLLER itself when inactive
 	case evReassignAPI:
 		ev.call() // answers NOT_CONTROLLER itself when inactive
 		return
@@ -220,15 +230,15 @@ func (ct *Controller) handle(ev event) {
 	var err error
 	switch ev.kind {
 	case evBrokerChange:
-		err = ct.processBrokerChange()
+		err = ct.brokerChanges.processBrokerChange()
 	case evTopicChange:
-		err = ct.processTopicChange()
+		err = ct.partitionChanges.processTopicChange()
 	case evPartitionModification:
-		err = ct.processPartitionModification(ev.topic)
+		err = ct.partitionChanges.processPartitionModification(ev.topic)
 	case evDeleteTopics:
 		err = ct.deletion.process()
 	case evIsrChange:
-		err = ct.processIsrChange()
+		err = ct.partitionChanges.processIsrChange()
 	case evReassignPartitions:
 		_, err = ct.reassign.process()
 	case evReassignIsrChange:
@@ -238,11 +248,11 @@ func (ct *Controller) handle(ev event) {
 	case evAutoRebalance:
 		err = ct.preferred.processAutoRebalance(ev.epoch)
 	case evUncleanEnable:
-		err = ct.processUncleanEnable(ev.topic)
+		err = ct.electRequests.processUncleanEnable(ev.topic)
 	case evLogDirEvent:
-		err = ct.processLogDirEvent()
+		err = ct.logDirs.processLogDirEvent()
 	case evLeaderAndIsrResponse:
-		err = ct.processLeaderAndIsrResponse(ev.lair)
+		err = ct.logDirs.processLeaderAndIsrResponse(ev.lair)
 	case evStopReplicaAnswer:
 		if ev.epoch == ct.ctx.epoch {
 			err = ct.deletion.onStopReplicaAnswer(ev.stop)

@@ -297,7 +297,7 @@ func (d *topicDeletionManager) completeDeleteTopic(t string) error {
 		}
 		ct.psm.transition(tp, NonExistentPartition)
 	}
-	ct.forgetTopic(t)
+	ct.partitionChanges.forgetTopic(t)
 	ct.log.WithField("topic", t).Info("deleted topic")
 	return nil
 }

@@ -74,28 +74,32 @@ func (ct *Controller) EnableUncleanElection(topic string) {
 	ct.enqueue(event{kind: evUncleanEnable, topic: topic})
 }
 
+// electionRequests runs the elections asked for from outside (ElectLeaders, KIP-460; a topic's
+// unclean.leader.election.enable turned on, K6) on the controller's event goroutine.
+type electionRequests struct{ ct *Controller }
+
 // onElectLeaders runs on the controller goroutine and always answers, even when
 // processing panics (handle's recover then resigns).
-func (ct *Controller) onElectLeaders(req *electReq) {
+func (h electionRequests) onElectLeaders(req *electReq) {
 	if req == nil {
 		return
 	}
 	res := electResult{err: errElectFailed}
 	defer func() { req.reply <- res }()
-	if !ct.active.Load() {
+	if !h.ct.active.Load() {
 		res.err = ErrNotController
 		return
 	}
-	results, err := ct.processElectLeaders(req.partitions, req.unclean)
+	results, err := h.processElectLeaders(req.partitions, req.unclean)
 	switch {
 	case err == nil:
 		res = electResult{results: results}
 	case errors.Is(err, ErrControllerMoved):
 		res.err = ErrNotController
-		ct.handleErr(err)
+		h.ct.handleErr(err)
 	default:
 		res.err = err
-		ct.handleErr(err)
+		h.ct.handleErr(err)
 	}
 }
 
@@ -106,39 +110,39 @@ func (ct *Controller) onElectLeaders(req *electReq) {
 // (preferred strategy, or the offline strategy with unclean allowed whatever the topic's
 // config) with the states re-read first; a partition whose election finds no candidate is
 // ElectionPreferredNotAvail / ElectionEligibleNotAvail.
-func (ct *Controller) processElectLeaders(partitions []TopicPartition, unclean bool) (map[TopicPartition]ElectionResult, error) {
+func (h electionRequests) processElectLeaders(partitions []TopicPartition, unclean bool) (map[TopicPartition]ElectionResult, error) {
 	if partitions == nil {
-		partitions = ct.ctx.partitions()
+		partitions = h.ct.ctx.partitions()
 	}
 	kind := "PREFERRED"
 	if unclean {
 		kind = "UNCLEAN"
 	}
-	ct.log.WithField("electionType", kind).WithField("partitions", len(partitions)).Info("replica leader election requested by an admin client")
+	h.ct.log.WithField("electionType", kind).WithField("partitions", len(partitions)).Info("replica leader election requested by an admin client")
 	out := make(map[TopicPartition]ElectionResult, len(partitions))
 	var electable []TopicPartition
 	for _, tp := range partitions {
 		if _, done := out[tp]; done {
 			continue
 		}
-		if !ct.ctx.hasPartition(tp) {
+		if !h.ct.ctx.hasPartition(tp) {
 			out[tp] = ElectionResult{Err: ElectionUnknownPartition}
 			continue
 		}
-		if ct.deletion.isQueued(tp.Topic) {
+		if h.ct.deletion.isQueued(tp.Topic) {
 			out[tp] = ElectionResult{Err: ElectionTopicBeingDeleted}
 			continue
 		}
-		if err := ct.zk.loadState(tp); err != nil {
+		if err := h.ct.zk.loadState(tp); err != nil {
 			return nil, err
 		}
-		st := ct.ctx.states[tp]
+		st := h.ct.ctx.states[tp]
 		leader := int32(noLeader)
 		if st != nil {
 			leader = st.leader
 		}
-		reps := ct.ctx.replicas(tp)
-		if !unclean && len(reps) > 0 && leader == reps[0] || unclean && leader != noLeader && ct.ctx.isLive(leader) {
+		reps := h.ct.ctx.replicas(tp)
+		if !unclean && len(reps) > 0 && leader == reps[0] || unclean && leader != noLeader && h.ct.ctx.isLive(leader) {
 			out[tp] = ElectionResult{Err: ElectionNotNeeded}
 			continue
 		}
@@ -146,31 +150,31 @@ func (ct *Controller) processElectLeaders(partitions []TopicPartition, unclean b
 		electable = append(electable, tp)
 	}
 	if len(electable) > 0 {
-		b := ct.newBatch()
+		b := h.ct.newBatch()
 		var strategy electionFunc
 		if unclean {
 			strategy = func(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
-				return offlineElection(ct.ctx.replicas(tp), cur, ct.ctx, func() bool { return true })
+				return offlineElection(h.ct.ctx.replicas(tp), cur, h.ct.ctx, func() bool { return true })
 			}
 		} else {
 			strategy = func(tp TopicPartition, cur leaderIsr) (leaderIsr, bool, bool) {
-				next, changed := preferredElection(ct.ctx.replicas(tp), cur, ct.ctx)
+				next, changed := preferredElection(h.ct.ctx.replicas(tp), cur, h.ct.ctx)
 				return next, changed, false
 			}
 		}
-		if err := ct.psm.elect(electable, b, strategy, ct.ctx.liveReplicas); err != nil {
+		if err := h.ct.psm.elect(electable, b, strategy, h.ct.ctx.liveReplicas); err != nil {
 			return nil, err
 		}
 		b.send()
 	}
 	for _, tp := range electable {
-		st := ct.ctx.states[tp]
-		reps := ct.ctx.replicas(tp)
-		l := ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("electionType", kind)
+		st := h.ct.ctx.states[tp]
+		reps := h.ct.ctx.replicas(tp)
+		l := h.ct.log.WithField("topic", tp.Topic).WithField("partition", tp.Partition).WithField("electionType", kind)
 		switch {
 		case !unclean && st != nil && len(reps) > 0 && st.leader == reps[0]:
 			out[tp] = ElectionResult{Leader: st.leader}
-		case unclean && st != nil && ct.ctx.electable(st.leader):
+		case unclean && st != nil && h.ct.ctx.electable(st.leader):
 			out[tp] = ElectionResult{Leader: st.leader}
 		case unclean:
 			out[tp] = ElectionResult{Err: ElectionEligibleNotAvail}
@@ -188,20 +192,20 @@ func (ct *Controller) processElectLeaders(partitions []TopicPartition, unclean b
 // of the topic, or of every topic, not queued for deletion, get the OfflinePartition
 // election, whose uncleanAllowed re-reads the topic override and the dynamic broker configs
 // from ZooKeeper (no cached value can be stale).
-func (ct *Controller) processUncleanEnable(topic string) error {
-	l := ct.log.WithField("topic", topic) // "": the broker default changed
+func (h electionRequests) processUncleanEnable(topic string) error {
+	l := h.ct.log.WithField("topic", topic) // "": the broker default changed
 	var offline []TopicPartition
-	for _, tp := range ct.ctx.sortedStates() {
-		if topic != "" && tp.Topic != topic || ct.deletion.isQueued(tp.Topic) {
+	for _, tp := range h.ct.ctx.sortedStates() {
+		if topic != "" && tp.Topic != topic || h.ct.deletion.isQueued(tp.Topic) {
 			continue
 		}
-		if st := ct.ctx.states[tp]; ct.ctx.isLive(st.leader) {
+		if st := h.ct.ctx.states[tp]; h.ct.ctx.isLive(st.leader) {
 			continue
 		}
-		if err := ct.zk.loadState(tp); err != nil {
+		if err := h.ct.zk.loadState(tp); err != nil {
 			return err
 		}
-		if st := ct.ctx.states[tp]; st != nil && !ct.ctx.isLive(st.leader) {
+		if st := h.ct.ctx.states[tp]; st != nil && !h.ct.ctx.isLive(st.leader) {
 			offline = append(offline, tp)
 		}
 	}
@@ -209,8 +213,8 @@ func (ct *Controller) processUncleanEnable(topic string) error {
 	if len(offline) == 0 {
 		return nil
 	}
-	b := ct.newBatch()
-	if err := ct.psm.elect(offline, b, ct.psm.offlineStrategy, ct.ctx.liveReplicas); err != nil {
+	b := h.ct.newBatch()
+	if err := h.ct.psm.elect(offline, b, h.ct.psm.offlineStrategy, h.ct.ctx.liveReplicas); err != nil {
 		return err
 	}
 	b.send()

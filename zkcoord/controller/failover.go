@@ -122,7 +122,7 @@ func (ct *Controller) onControllerFailover() error {
 	}
 	// Log dir events too: the LeaderAndIsr of every live replica below finds the offline
 	// replicas (logdir.go).
-	if err := ct.watchLogDirEvents(); err != nil {
+	if err := ct.logDirs.watchLogDirEvents(); err != nil {
 		return err
 	}
 	brokers, err := ct.zk.readBrokers(ids)

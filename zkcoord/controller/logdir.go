@@ -54,21 +54,26 @@ func (l replicaLiveness) electable(id int32) bool {
 	return l.c.electable(id) && !l.c.offlineDirs[id][l.tp]
 }
 
+// logDirFailureHandler acts on /log_dir_event_notification and on the LeaderAndIsr answers that
+// name offline replicas (KIP-112: Kafka's LogDirEventNotification and LeaderAndIsrResponseReceived
+// events) on the controller's event goroutine.
+type logDirFailureHandler struct{ ct *Controller }
+
 // watchLogDirEvents (re-)arms the children watch of /log_dir_event_notification and deletes
 // the pending notifications (onControllerFailover: the failover's LeaderAndIsr to every live
 // replica finds the offline ones).
-func (ct *Controller) watchLogDirEvents() error {
-	notes, err := ct.zk.watchChildren(zkdata.PathLogDirEvent, evLogDirEvent)
+func (h logDirFailureHandler) watchLogDirEvents() error {
+	notes, err := h.ct.zk.watchChildren(zkdata.PathLogDirEvent, evLogDirEvent)
 	if err != nil {
 		return err
 	}
-	return ct.zk.deleteChildren(zkdata.PathLogDirEvent, notes)
+	return h.ct.zk.deleteChildren(zkdata.PathLogDirEvent, notes)
 }
 
 // processLogDirEvent is Kafka's processLogDirEventNotification: read the notifications, query
 // the brokers they name with LeaderAndIsr, and delete them (also when the handling failed).
-func (ct *Controller) processLogDirEvent() error {
-	children, err := ct.zk.watchChildren(zkdata.PathLogDirEvent, evLogDirEvent)
+func (h logDirFailureHandler) processLogDirEvent() error {
+	children, err := h.ct.zk.watchChildren(zkdata.PathLogDirEvent, evLogDirEvent)
 	if err != nil {
 		return err
 	}
@@ -80,7 +85,7 @@ func (ct *Controller) processLogDirEvent() error {
 			continue
 		}
 		notes = append(notes, c)
-		data, _, err := ct.conn.Get(zkdata.Child(zkdata.PathLogDirEvent, c))
+		data, _, err := h.ct.conn.Get(zkdata.Child(zkdata.PathLogDirEvent, c))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -89,7 +94,7 @@ func (ct *Controller) processLogDirEvent() error {
 		}
 		id, err := zkdata.DecodeLogDirEvent(data)
 		if err != nil {
-			ct.log.WithError(err).WithField("notification", c).Warn("ignoring an undecodable log dir event")
+			h.ct.log.WithError(err).WithField("notification", c).Warn("ignoring an undecodable log dir event")
 			continue
 		}
 		if !seen[id] {
@@ -101,8 +106,8 @@ func (ct *Controller) processLogDirEvent() error {
 	if len(notes) == 0 {
 		return nil
 	}
-	herr := ct.onBrokerLogDirFailure(brokers)
-	if err := ct.zk.deleteChildren(zkdata.PathLogDirEvent, notes); err != nil && herr == nil {
+	herr := h.onBrokerLogDirFailure(brokers)
+	if err := h.ct.zk.deleteChildren(zkdata.PathLogDirEvent, notes); err != nil && herr == nil {
 		herr = err
 	}
 	return herr
@@ -111,18 +116,18 @@ func (ct *Controller) processLogDirEvent() error {
 // onBrokerLogDirFailure sends LeaderAndIsr for every replica on brokers (their replicas go
 // Online → Online) to find out which are still online; the offline ones answer
 // KAFKA_STORAGE_ERROR (processLeaderAndIsrResponse).
-func (ct *Controller) onBrokerLogDirFailure(brokers []int32) error {
-	ct.log.WithField("targetBroker", brokers).Info("handling log dir failure: querying the brokers' replicas with LeaderAndIsr")
+func (h logDirFailureHandler) onBrokerLogDirFailure(brokers []int32) error {
+	h.ct.log.WithField("targetBroker", brokers).Info("handling log dir failure: querying the brokers' replicas with LeaderAndIsr")
 	var replicas []partitionReplica
-	for _, tp := range ct.ctx.sortedStates() {
-		for _, r := range ct.ctx.replicas(tp) {
-			if slices.Contains(brokers, r) && ct.ctx.isLive(r) {
+	for _, tp := range h.ct.ctx.sortedStates() {
+		for _, r := range h.ct.ctx.replicas(tp) {
+			if slices.Contains(brokers, r) && h.ct.ctx.isLive(r) {
 				replicas = append(replicas, partitionReplica{tp, r})
 			}
 		}
 	}
-	b := ct.newBatch()
-	if err := ct.rsm.handleStateChanges(replicas, OnlineReplica, b); err != nil {
+	b := h.ct.newBatch()
+	if err := h.ct.rsm.handleStateChanges(replicas, OnlineReplica, b); err != nil {
 		return err
 	}
 	b.send()
@@ -131,7 +136,7 @@ func (ct *Controller) onBrokerLogDirFailure(brokers []int32) error {
 
 // onLeaderAndIsrResponse runs on a sender goroutine: a LeaderAndIsr answer that names
 // partitions (KAFKA_STORAGE_ERROR or NONE) becomes an event for the controller goroutine.
-func (ct *Controller) onLeaderAndIsrResponse(broker int32, r *kmsg.LeaderAndISRResponse) {
+func (h logDirFailureHandler) onLeaderAndIsrResponse(broker int32, r *kmsg.LeaderAndISRResponse) {
 	if r.ErrorCode != 0 {
 		return
 	}
@@ -150,27 +155,27 @@ func (ct *Controller) onLeaderAndIsrResponse(broker int32, r *kmsg.LeaderAndISRR
 		// possible after the broker restarted, which drops its entry (brokers.go).
 		return
 	}
-	ct.enqueue(event{kind: evLeaderAndIsrResponse, lair: a})
+	h.ct.enqueue(event{kind: evLeaderAndIsrResponse, lair: a})
 }
 
 // processLeaderAndIsrResponse is Kafka's processLeaderAndIsrResponseReceived: the broker's
 // offline replicas become its previous ones minus those answered NONE plus those answered
 // KAFKA_STORAGE_ERROR, and the newly offline ones go through onReplicasBecomeOffline.
-func (ct *Controller) processLeaderAndIsrResponse(a *lairAnswer) error {
-	if a == nil || !ct.ctx.isLive(a.broker) {
+func (h logDirFailureHandler) processLeaderAndIsrResponse(a *lairAnswer) error {
+	if a == nil || !h.ct.ctx.isLive(a.broker) {
 		return nil
 	}
-	cur := ct.ctx.offlineDirs[a.broker]
+	cur := h.ct.ctx.offlineDirs[a.broker]
 	if cur == nil {
 		cur = map[TopicPartition]bool{}
-		ct.ctx.offlineDirs[a.broker] = cur
+		h.ct.ctx.offlineDirs[a.broker] = cur
 	}
 	for _, tp := range a.online {
 		delete(cur, tp)
 	}
 	var newly []partitionReplica
 	for _, tp := range a.offline {
-		if !cur[tp] && ct.ctx.hasPartition(tp) {
+		if !cur[tp] && h.ct.ctx.hasPartition(tp) {
 			cur[tp] = true
 			newly = append(newly, partitionReplica{tp, a.broker})
 		}
@@ -178,10 +183,10 @@ func (ct *Controller) processLeaderAndIsrResponse(a *lairAnswer) error {
 	if len(newly) == 0 {
 		return nil
 	}
-	ct.stateChangeLog().WithField("replica", a.broker).WithField("offlineReplicas", len(newly)).
+	h.ct.stateChangeLog().WithField("replica", a.broker).WithField("offlineReplicas", len(newly)).
 		WithField("topic", newly[0].tp.Topic).WithField("partition", newly[0].tp.Partition).
 		Warn("replicas in an offline log dir: moving their leaderships (topic and partition: the first)")
-	return ct.onReplicasBecomeOffline(newly)
+	return h.onReplicasBecomeOffline(newly)
 }
 
 // onReplicasBecomeOffline is Kafka's onReplicasBecomeOffline for replicas of live brokers:
@@ -189,41 +194,41 @@ func (ct *Controller) processLeaderAndIsrResponse(a *lairAnswer) error {
 // election over the online replicas of the ISR: the offline replicas leave the ISR in the same
 // write), then the replicas go OfflineReplica (StopReplica, ISR removal), or ineligible for
 // deletion when their topic is queued for deletion; every live broker gets UpdateMetadata.
-func (ct *Controller) onReplicasBecomeOffline(replicas []partitionReplica) error {
-	b := ct.newBatch()
+func (h logDirFailureHandler) onReplicasBecomeOffline(replicas []partitionReplica) error {
+	b := h.ct.newBatch()
 	var offline, deleting []partitionReplica
 	touched := map[TopicPartition]bool{}
 	for _, pr := range replicas {
-		if ct.deletion.isQueued(pr.tp.Topic) {
+		if h.ct.deletion.isQueued(pr.tp.Topic) {
 			deleting = append(deleting, pr)
 			continue
 		}
 		offline = append(offline, pr)
-		if _, ok := ct.ctx.states[pr.tp]; ok {
+		if _, ok := h.ct.ctx.states[pr.tp]; ok {
 			touched[pr.tp] = true
 		}
 	}
 	tps := sorted.TPKeys(touched)
-	if err := ct.zk.loadStates(tps); err != nil { // fresh states, as onBrokerFailure
+	if err := h.ct.zk.loadStates(tps); err != nil { // fresh states, as onBrokerFailure
 		return err
 	}
 	var leaderless []TopicPartition
 	for _, tp := range tps {
-		if st := ct.ctx.states[tp]; st != nil && !ct.ctx.isReplicaOnline(st.leader, tp) {
-			ct.psm.transition(tp, OfflinePartition)
+		if st := h.ct.ctx.states[tp]; st != nil && !h.ct.ctx.isReplicaOnline(st.leader, tp) {
+			h.ct.psm.transition(tp, OfflinePartition)
 			leaderless = append(leaderless, tp)
 		}
 	}
-	if err := ct.psm.elect(leaderless, b, ct.psm.offlineStrategy, ct.ctx.liveReplicas); err != nil {
+	if err := h.ct.psm.elect(leaderless, b, h.ct.psm.offlineStrategy, h.ct.ctx.liveReplicas); err != nil {
 		return err
 	}
-	ct.rsm.fresh = touched // read above; elect's writes kept the cache current
-	if err := ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
+	h.ct.rsm.fresh = touched // read above; elect's writes kept the cache current
+	if err := h.ct.rsm.handleStateChanges(offline, OfflineReplica, b); err != nil {
 		return err
 	}
-	b.updateMetadata(ct.ctx.liveIDs(), tps)
+	b.updateMetadata(h.ct.ctx.liveIDs(), tps)
 	b.send()
 	// Replicas of topics queued for deletion: ineligible, the deletion halted until they can be
 	// deleted (the deletion manager's own path, as for a broker failure in brokers.go).
-	return ct.deletion.failReplicas(deleting)
+	return h.ct.deletion.failReplicas(deleting)
 }

@@ -9,10 +9,15 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
+// partitionChangeHandler acts on /brokers/topics changes (Kafka's TopicChange and
+// PartitionModifications events) and on /isr_change_notification (IsrChangeNotification) on the
+// controller's event goroutine.
+type partitionChangeHandler struct{ ct *Controller }
+
 // processTopicChange handles /brokers/topics children: new topics' partitions go through
 // NewPartition to OnlinePartition; topics whose znode vanished are forgotten.
-func (ct *Controller) processTopicChange() error {
-	topics, err := ct.zk.watchChildren(zkdata.PathBrokerTopics, evTopicChange)
+func (h partitionChangeHandler) processTopicChange() error {
+	topics, err := h.ct.zk.watchChildren(zkdata.PathBrokerTopics, evTopicChange)
 	if err != nil {
 		return err
 	}
@@ -20,45 +25,45 @@ func (ct *Controller) processTopicChange() error {
 	for _, t := range topics {
 		cur[t] = true
 	}
-	for t := range ct.ctx.assignments {
+	for t := range h.ct.ctx.assignments {
 		if !cur[t] {
-			ct.forgetTopic(t)
+			h.forgetTopic(t)
 		}
 	}
-	b := ct.newBatch()
+	b := h.ct.newBatch()
 	var fresh []TopicPartition
 	sort.Strings(topics)
 	for _, t := range topics {
-		if _, ok := ct.ctx.assignments[t]; ok {
+		if _, ok := h.ct.ctx.assignments[t]; ok {
 			continue
 		}
-		a, err := ct.zk.watchTopic(t)
+		a, err := h.ct.zk.watchTopic(t)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
-			ct.log.WithError(err).WithField("topic", t).Error("ignoring undecodable topic znode")
+			h.ct.log.WithError(err).WithField("topic", t).Error("ignoring undecodable topic znode")
 			continue
 		}
-		ct.ctx.assignments[t] = a
-		ct.log.WithField("topic", t).WithField("partitions", len(a)).Info("new topic")
+		h.ct.ctx.assignments[t] = a
+		h.ct.log.WithField("topic", t).WithField("partitions", len(a)).Info("new topic")
 		tps := make([]TopicPartition, 0, len(a))
 		for _, p := range sorted.Keys(a) {
 			tps = append(tps, TopicPartition{Topic: t, Partition: p})
 		}
-		if err := ct.zk.loadStates(tps); err != nil {
+		if err := h.ct.zk.loadStates(tps); err != nil {
 			return err
 		}
 		for _, tp := range tps {
-			if _, ok := ct.ctx.states[tp]; !ok {
+			if _, ok := h.ct.ctx.states[tp]; !ok {
 				fresh = append(fresh, tp)
 			} else {
-				ct.psm.initPartition(tp) // written by an earlier controller
-				ct.rsm.initPartition(tp)
+				h.ct.psm.initPartition(tp) // written by an earlier controller
+				h.ct.rsm.initPartition(tp)
 			}
 		}
 	}
-	if err := ct.onNewPartitionCreation(fresh, b); err != nil {
+	if err := h.onNewPartitionCreation(fresh, b); err != nil {
 		return err
 	}
 	b.send()
@@ -66,31 +71,31 @@ func (ct *Controller) processTopicChange() error {
 }
 
 // processPartitionModification handles partitions added to an existing topic.
-func (ct *Controller) processPartitionModification(topic string) error {
-	if _, ok := ct.ctx.assignments[topic]; !ok {
+func (h partitionChangeHandler) processPartitionModification(topic string) error {
+	if _, ok := h.ct.ctx.assignments[topic]; !ok {
 		return nil
 	}
-	a, err := ct.zk.watchTopic(topic)
+	a, err := h.ct.zk.watchTopic(topic)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
-		ct.log.WithError(err).WithField("topic", topic).Error("ignoring undecodable topic znode")
+		h.ct.log.WithError(err).WithField("topic", topic).Error("ignoring undecodable topic znode")
 		return nil
 	}
 	var fresh []TopicPartition
 	for _, p := range sorted.Keys(a) {
-		if _, ok := ct.ctx.assignments[topic][p]; !ok {
+		if _, ok := h.ct.ctx.assignments[topic][p]; !ok {
 			fresh = append(fresh, TopicPartition{Topic: topic, Partition: p})
 		}
 	}
-	ct.ctx.assignments[topic] = a
+	h.ct.ctx.assignments[topic] = a
 	if len(fresh) == 0 {
 		return nil
 	}
-	ct.log.WithField("topic", topic).WithField("added", len(fresh)).Info("partitions added")
-	b := ct.newBatch()
-	if err := ct.onNewPartitionCreation(fresh, b); err != nil {
+	h.ct.log.WithField("topic", topic).WithField("added", len(fresh)).Info("partitions added")
+	b := h.ct.newBatch()
+	if err := h.onNewPartitionCreation(fresh, b); err != nil {
 		return err
 	}
 	b.send()
@@ -100,49 +105,49 @@ func (ct *Controller) processPartitionModification(topic string) error {
 // onNewPartitionCreation is Kafka's: the partitions and their replicas become New, then the
 // partitions Online (leader and ISR initialized, LeaderAndIsr with isNew) and the replicas
 // Online (live) or Offline.
-func (ct *Controller) onNewPartitionCreation(tps []TopicPartition, b *requestBatch) error {
+func (h partitionChangeHandler) onNewPartitionCreation(tps []TopicPartition, b *requestBatch) error {
 	var replicas []partitionReplica
 	for _, tp := range tps {
-		ct.psm.transition(tp, NewPartition)
-		for _, r := range ct.ctx.replicas(tp) {
+		h.ct.psm.transition(tp, NewPartition)
+		for _, r := range h.ct.ctx.replicas(tp) {
 			replicas = append(replicas, partitionReplica{tp, r})
 		}
 	}
-	ct.rsm.handleStateChanges(replicas, NewReplica, nil)
-	if err := ct.psm.initializeLeaderAndIsr(tps, b); err != nil {
+	h.ct.rsm.handleStateChanges(replicas, NewReplica, nil)
+	if err := h.ct.psm.initializeLeaderAndIsr(tps, b); err != nil {
 		return err
 	}
 	var online, offline []partitionReplica
 	for _, pr := range replicas {
-		if ct.ctx.isLive(pr.replica) {
+		if h.ct.ctx.isLive(pr.replica) {
 			online = append(online, pr)
 		} else {
 			offline = append(offline, pr)
 		}
 	}
-	ct.rsm.handleStateChanges(online, OnlineReplica, nil)
-	ct.rsm.handleStateChanges(offline, OfflineReplica, nil)
+	h.ct.rsm.handleStateChanges(online, OnlineReplica, nil)
+	h.ct.rsm.handleStateChanges(offline, OfflineReplica, nil)
 	return nil
 }
 
 // forgetTopic drops a topic whose znode is gone from the context and the state machines.
-func (ct *Controller) forgetTopic(t string) {
-	for p := range ct.ctx.assignments[t] {
+func (h partitionChangeHandler) forgetTopic(t string) {
+	for p := range h.ct.ctx.assignments[t] {
 		tp := TopicPartition{Topic: t, Partition: p}
-		delete(ct.ctx.states, tp)
-		ct.psm.forget(tp)
-		ct.rsm.forgetPartition(tp)
+		delete(h.ct.ctx.states, tp)
+		h.ct.psm.forget(tp)
+		h.ct.rsm.forgetPartition(tp)
 	}
-	delete(ct.ctx.assignments, t)
-	ct.deletion.forget(t)
-	ct.zk.disarm("data:" + zkdata.TopicPath(t))
-	ct.reassign.forgetTopic(t)
+	delete(h.ct.ctx.assignments, t)
+	h.ct.deletion.forget(t)
+	h.ct.zk.disarm("data:" + zkdata.TopicPath(t))
+	h.ct.reassign.forgetTopic(t)
 }
 
 // processIsrChange handles /isr_change_notification (K5): re-read the named partitions'
 // states, send UpdateMetadata for them to every live broker, delete the notifications.
-func (ct *Controller) processIsrChange() error {
-	children, err := ct.zk.watchChildren(zkdata.PathIsrChange, evIsrChange)
+func (h partitionChangeHandler) processIsrChange() error {
+	children, err := h.ct.zk.watchChildren(zkdata.PathIsrChange, evIsrChange)
 	if err != nil || len(children) == 0 {
 		return err
 	}
@@ -153,7 +158,7 @@ func (ct *Controller) processIsrChange() error {
 		if !zkdata.IsIsrChange(c) {
 			continue
 		}
-		data, _, err := ct.conn.Get(zkdata.Child(zkdata.PathIsrChange, c))
+		data, _, err := h.ct.conn.Get(zkdata.Child(zkdata.PathIsrChange, c))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -162,23 +167,23 @@ func (ct *Controller) processIsrChange() error {
 		}
 		list, err := zkdata.DecodeIsrChange(data)
 		if err != nil {
-			ct.log.WithError(err).WithField("znode", c).Warn("ignoring undecodable ISR change notification")
+			h.ct.log.WithError(err).WithField("znode", c).Warn("ignoring undecodable ISR change notification")
 			continue
 		}
 		for _, tp := range list {
-			if ct.ctx.hasPartition(tp) && !seen[tp] {
+			if h.ct.ctx.hasPartition(tp) && !seen[tp] {
 				seen[tp] = true
 				tps = append(tps, tp)
 			}
 		}
 	}
-	if err := ct.zk.loadStates(tps); err != nil {
+	if err := h.ct.zk.loadStates(tps); err != nil {
 		return err
 	}
 	if len(tps) > 0 {
-		b := ct.newBatch()
-		b.updateMetadata(ct.ctx.liveIDs(), tps)
+		b := h.ct.newBatch()
+		b.updateMetadata(h.ct.ctx.liveIDs(), tps)
 		b.send()
 	}
-	return ct.zk.deleteChildren(zkdata.PathIsrChange, children)
+	return h.ct.zk.deleteChildren(zkdata.PathIsrChange, children)
 }
