@@ -21,7 +21,7 @@ func TestGetOrCreateInParallel(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l, err := m.GetOrCreate(TopicPartition{"par", int32(p)}, cfg)
+				l, err := m.GetOrCreate(TopicPartition{Topic: "par", Partition: int32(p)}, cfg)
 				if err != nil {
 					t.Error(err)
 				}
@@ -35,7 +35,7 @@ func TestGetOrCreateInParallel(t *testing.T) {
 		if got[p][0] == nil || got[p][0] != got[p][1] || got[p][0] != got[p][2] {
 			t.Fatalf("partition %d: %p %p %p, want one log", p, got[p][0], got[p][1], got[p][2])
 		}
-		perDir[m.dirOf[TopicPartition{"par", int32(p)}]]++
+		perDir[m.dirOf[TopicPartition{Topic: "par", Partition: int32(p)}]]++
 	}
 	if perDir[dirs[0]] != parts/2 || perDir[dirs[1]] != parts/2 {
 		t.Fatalf("logs per dir %v, want %d each", perDir, parts/2)
@@ -43,7 +43,7 @@ func TestGetOrCreateInParallel(t *testing.T) {
 	if m.dirLogs[dirs[0]] != parts/2 || m.dirLogs[dirs[1]] != parts/2 || len(m.creating) != 0 {
 		t.Fatalf("dir counts %v, creating %v", m.dirLogs, m.creating)
 	}
-	if err := m.Delete(TopicPartition{"par", 0}); err != nil {
+	if err := m.Delete(TopicPartition{Topic: "par", Partition: 0}); err != nil {
 		t.Fatal(err)
 	}
 	if m.dirLogs[dirs[0]]+m.dirLogs[dirs[1]] != parts-1 {
@@ -52,7 +52,7 @@ func TestGetOrCreateInParallel(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.GetOrCreate(TopicPartition{"par", 99}, cfg); err != ErrClosed {
+	if _, err := m.GetOrCreate(TopicPartition{Topic: "par", Partition: 99}, cfg); err != ErrClosed {
 		t.Fatalf("create after Close: %v, want ErrClosed", err)
 	}
 }

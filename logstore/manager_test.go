@@ -15,7 +15,7 @@ import (
 func TestCheckpointFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, recoveryPointCheckpointFile)
-	in := map[TopicPartition]int64{{"a", 0}: 5, {"a", 1}: 0, {"b.c-d_e", 7}: 1 << 40}
+	in := map[TopicPartition]int64{{Topic: "a", Partition: 0}: 5, {Topic: "a", Partition: 1}: 0, {Topic: "b.c-d_e", Partition: 7}: 1 << 40}
 	if err := writeOffsetCheckpoint(p, in); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestCheckpointFileRoundTrip(t *testing.T) {
 		t.Fatal("temp file left behind")
 	}
 	out, err := readOffsetCheckpoint(p)
-	if err != nil || len(out) != 3 || out[TopicPartition{"b.c-d_e", 7}] != 1<<40 {
+	if err != nil || len(out) != 3 || out[TopicPartition{Topic: "b.c-d_e", Partition: 7}] != 1<<40 {
 		t.Fatalf("%v %v", out, err)
 	}
 	for _, bad := range []string{"", "1\n0\n", "0\n2\na 0 5\n", "0\n1\na 0\n", "0\n1\na x 5\n", "0\n-1\n"} {
@@ -65,7 +65,7 @@ func TestManagerReopenAfterCleanClose(t *testing.T) {
 	cfg.SegmentBytes = 2000
 	cfg.IndexIntervalBytes = 200
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	tps := []TopicPartition{{"orders", 0}, {"orders", 1}, {"clicks", 0}}
+	tps := []TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}, {Topic: "clicks", Partition: 0}}
 	want := map[TopicPartition][]byte{}
 	for i, tp := range tps {
 		l, err := m.GetOrCreate(tp, cfg)
@@ -143,7 +143,7 @@ func TestUncleanShutdownTruncatesTornTail(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1500
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	tp := TopicPartition{"t", 0}
+	tp := TopicPartition{Topic: "t", Partition: 0}
 	l, _ := m.GetOrCreate(tp, cfg)
 	for i := 0; i < 12; i++ {
 		mustAppend(t, l, testBatch{records: 2, valueSize: 200}.build(), 1)
@@ -191,7 +191,7 @@ func TestUncleanShutdownDropsSegmentsAfterCorruption(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1000
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	tp := TopicPartition{"t", 3}
+	tp := TopicPartition{Topic: "t", Partition: 3}
 	l, _ := m.GetOrCreate(tp, cfg)
 	for i := 0; i < 10; i++ { // 2 batches of 2 records per segment: segments at 0,4,8,12,16
 		mustAppend(t, l, testBatch{records: 2, valueSize: 200}.build(), 1)
@@ -236,7 +236,7 @@ func TestUncleanShutdownRebuildsMissingIndex(t *testing.T) {
 	cfg := testConfig()
 	cfg.IndexIntervalBytes = 100
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	l, _ := m.GetOrCreate(TopicPartition{"t", 0}, cfg)
+	l, _ := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0}, cfg)
 	for i := 0; i < 10; i++ {
 		mustAppend(t, l, testBatch{records: 1, valueSize: 100}.build(), 0)
 	}
@@ -246,7 +246,7 @@ func TestUncleanShutdownRebuildsMissingIndex(t *testing.T) {
 	os.Remove(filepath.Join(dirs[0], "t-0", "00000000000000000000.index"))
 	m2, _ := openTestManager(t, dirs, cfg, nil)
 	defer m2.Close()
-	l2 := m2.Get(TopicPartition{"t", 0})
+	l2 := m2.Get(TopicPartition{Topic: "t", Partition: 0})
 	l2.mu.RLock()
 	n := len(l2.segs[0].ix.idx)
 	l2.mu.RUnlock()
@@ -276,7 +276,7 @@ func TestManagerDeleteAndLeftoverDeleteDirs(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig()
 	m, _ := openTestManager(t, []string{dir}, cfg, nil)
-	tp := TopicPartition{"gone", 2}
+	tp := TopicPartition{Topic: "gone", Partition: 2}
 	l, _ := m.GetOrCreate(tp, cfg)
 	mustAppend(t, l, testBatch{records: 1}.build(), 0)
 	if err := m.Delete(tp); err != nil {
@@ -295,7 +295,7 @@ func TestManagerDeleteAndLeftoverDeleteDirs(t *testing.T) {
 		}
 		t.Fatalf("dir holds %v", names)
 	}
-	if _, err := m.GetOrCreate(TopicPartition{"../evil", 0}, cfg); err == nil {
+	if _, err := m.GetOrCreate(TopicPartition{Topic: "../evil", Partition: 0}, cfg); err == nil {
 		t.Fatal("illegal topic name accepted")
 	}
 	m.Close()
@@ -320,7 +320,7 @@ func TestRunBackgroundRetentionAndCheckpoints(t *testing.T) {
 	cfg.RetentionMs = 1000
 	m, _ := openTestManager(t, []string{dir}, cfg, clock)
 	defer m.Close()
-	l, _ := m.GetOrCreate(TopicPartition{"t", 0}, cfg)
+	l, _ := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0}, cfg)
 	for i := 0; i < 6; i++ {
 		mustAppend(t, l, testBatch{records: 1, valueSize: 300, baseTs: clock.Now().UnixMilli()}.build(), 0)
 	}
@@ -331,7 +331,7 @@ func TestRunBackgroundRetentionAndCheckpoints(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		cp, _ := readOffsetCheckpoint(filepath.Join(dir, logStartCheckpointFile))
-		if l.LogStartOffset() == 6 && cp[TopicPartition{"t", 0}] == 6 {
+		if l.LogStartOffset() == 6 && cp[TopicPartition{Topic: "t", Partition: 0}] == 6 {
 			break
 		}
 		if time.Now().After(deadline) {

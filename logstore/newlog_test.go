@@ -127,7 +127,7 @@ func benchmarkCreateLogs(b *testing.B, all bool) {
 	if all {
 		tps, cfgs := make([]TopicPartition, b.N), make([]Config, b.N)
 		for i := range tps {
-			tps[i], cfgs[i] = TopicPartition{"bench", int32(i)}, cfg
+			tps[i], cfgs[i] = TopicPartition{Topic: "bench", Partition: int32(i)}, cfg
 		}
 		var errs []error
 		logs, errs = m.GetOrCreateAll(tps, cfgs, workers)
@@ -138,7 +138,7 @@ func benchmarkCreateLogs(b *testing.B, all bool) {
 		}
 	} else {
 		parallel(func(i int) {
-			l, err := m.GetOrCreate(TopicPartition{"bench", int32(i)}, cfg)
+			l, err := m.GetOrCreate(TopicPartition{Topic: "bench", Partition: int32(i)}, cfg)
 			if err != nil {
 				b.Error(err)
 			}
@@ -165,13 +165,13 @@ func TestGetOrCreateAll(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
 	cfg := testConfig()
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	existing, err := m.GetOrCreate(TopicPartition{"all", 0}, cfg)
+	existing, err := m.GetOrCreate(TopicPartition{Topic: "all", Partition: 0}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := cfg
 	other.SegmentBytes = 1 << 20
-	tps := []TopicPartition{{"all", 0}, {"all", 1}, {"all", 2}, {"bad/name", 0}, {"all", 2}, {"all", -1}, {"all", 3}}
+	tps := []TopicPartition{{Topic: "all", Partition: 0}, {Topic: "all", Partition: 1}, {Topic: "all", Partition: 2}, {Topic: "bad/name", Partition: 0}, {Topic: "all", Partition: 2}, {Topic: "all", Partition: -1}, {Topic: "all", Partition: 3}}
 	cfgs := slices.Repeat([]Config{other}, len(tps))
 	logs, errs := m.GetOrCreateAll(tps, cfgs, 4)
 	for i, tp := range tps {
@@ -197,7 +197,7 @@ func TestGetOrCreateAll(t *testing.T) {
 	if len(m2.All()) != 4 {
 		t.Fatalf("reopened %d logs, want 4", len(m2.All()))
 	}
-	if _, errs := m2.GetOrCreateAll([]TopicPartition{{"all", 9}}, []Config{cfg}, 1); errs[0] != nil {
+	if _, errs := m2.GetOrCreateAll([]TopicPartition{{Topic: "all", Partition: 9}}, []Config{cfg}, 1); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 }
@@ -209,7 +209,7 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 	dirs := []string{t.TempDir()}
 	cfg := testConfig()
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	tp := TopicPartition{"cp", 0}
+	tp := TopicPartition{Topic: "cp", Partition: 0}
 	if _, err := m.GetOrCreate(tp, cfg); err != nil {
 		t.Fatal(err)
 	}

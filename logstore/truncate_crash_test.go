@@ -60,7 +60,7 @@ func TestKillAfterTruncationKeepsEpochStart(t *testing.T) {
 	cfg.SegmentBytes = int64(28 * len(followerBatch(0, 1))) // 28 one-record batches a segment
 	m, _ := openTestManager(t, dirs, cfg, nil)
 	defer m.Close()
-	tp := TopicPartition{"t", 0}
+	tp := TopicPartition{Topic: "t", Partition: 0}
 	l, err := m.GetOrCreate(tp, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func newStepLog(t *testing.T, dirs []string) (*Manager, *Log) {
 	t.Helper()
 	cfg := stepLogConfig()
 	m, _ := openTestManager(t, dirs, cfg, nil)
-	l, err := m.GetOrCreate(TopicPartition{"t", 0}, cfg)
+	l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestTruncationOfARecoveredSegmentFsyncsTheCopy(t *testing.T) {
 	m.crash()
 	m2, _ := openTestManager(t, dirs, stepLogConfig(), nil)
 	defer m2.Close()
-	l := m2.Get(TopicPartition{"t", 0})
+	l := m2.Get(TopicPartition{Topic: "t", Partition: 0})
 	if s := l.segs.active(); s.flushedSize != 0 {
 		t.Fatalf("setup: recovered segment with flushed size %d", s.flushedSize)
 	}
