@@ -29,6 +29,7 @@ func (m *Manager) SetMetricsRegistry(reg metrics.Registry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.metricsReg = reg
+	m.registerLogDirMetricsLocked()
 	for tp, l := range m.logs {
 		m.registerLogMetricsLocked(tp, l)
 	}

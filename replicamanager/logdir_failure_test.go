@@ -100,6 +100,10 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 	default:
 	}
 
+	offlineReplicas := e.rm.cfg.Registry.Get(OfflineReplicaCountMetric).(metrics.Gauge)
+	if n := offlineReplicas.Value(); n != 0 {
+		t.Fatalf("OfflineReplicaCount %d before the failure, want 0", n)
+	}
 	logs.MarkLogDirOffline(dirs[0], syscall.EIO)
 	deadline := time.Now().Add(5 * time.Second)
 	for !e.rm.Partition(t0).isOffline() || !e.rm.Partition(t2).isOffline() || notifier.count() == 0 {
@@ -107,6 +111,9 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 			t.Fatal("the partitions of the offline dir did not go offline, or the controller was not told")
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	if n := offlineReplicas.Value(); n != 2 {
+		t.Fatalf("OfflineReplicaCount %d with t-0 and t-2 offline, want 2", n)
 	}
 	if r := waitResult(t, parked, time.Second); r.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("parked acks=all produce: %d, want KAFKA_STORAGE_ERROR", r.ErrorCode)

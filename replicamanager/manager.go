@@ -204,7 +204,20 @@ func (rm *ReplicaManager) registerMetrics() {
 	})
 	gauge("kafka.server:type=ReplicaManager,name=LeaderCount", func(v partitionView) bool { return v.isLeader })
 	gauge("kafka.server:type=ReplicaManager,name=PartitionCount", func(partitionView) bool { return true })
+	// KIP-112: partitions whose log dir went offline (Kafka's offlinePartitionsIterator).
+	_ = reg.Register(OfflineReplicaCountMetric, metrics.NewFunctionalGauge(func() int64 {
+		var n int64
+		for _, p := range rm.allPartitions() {
+			if p.isOffline() {
+				n++
+			}
+		}
+		return n
+	}))
 }
+
+// OfflineReplicaCountMetric counts this broker's partitions on offline log dirs (KIP-112).
+const OfflineReplicaCountMetric = "kafka.server:type=ReplicaManager,name=OfflineReplicaCount"
 
 // SetKnownPartition installs the metadata lookup used to tell NOT_LEADER_OR_FOLLOWER from
 // UNKNOWN_TOPIC_OR_PARTITION for partitions this broker does not host.
