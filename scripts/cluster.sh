@@ -178,7 +178,7 @@ install_bin() {
 
 cmd_up() {
 	local t0=$SECONDS
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh cluster
 	mkdir -p "$STATE"
 	log "building $BIN"
 	go build -o "$BIN" .

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the local cluster and the tests need, only when it is missing:
+# Installs what the local cluster and the tests need, only when it is missing.
+#   scripts/install-deps.sh cluster   what scripts/cluster.sh and its demo need:
 #   - ZooKeeper 3.8 (Debian package `zookeeper`: /usr/share/java/zookeeper.jar)
 #   - a Java runtime (`default-jre-headless`) if `java` is not on PATH
 #   - kcat (the librdkafka command-line client)
 #   - curl and jq: scripts/cluster.sh's failover demo reads the replication page's cluster.json
+#   scripts/install-deps.sh [tests]   the above, plus what only the tests use:
 #   - chromium (Debian's package): the headless browser of the replication page test
 #   - promtool (Debian's `prometheus` package: the alert rules' tests, docs/metrics.md)
 # Go itself is not installed here: the module needs Go 1.26 (see go.mod).
@@ -11,6 +13,14 @@
 set -euo pipefail
 
 ZK_JAR=/usr/share/java/zookeeper.jar
+FOR=${1:-tests}
+case "$FOR" in
+cluster | tests) ;;
+*)
+	echo "install-deps: unknown target '$FOR' (cluster or tests)" >&2
+	exit 2
+	;;
+esac
 
 log() { echo "install-deps: $*"; }
 
@@ -38,15 +48,17 @@ for tool in curl jq; do
 	fi
 done
 
-if ! command -v chromium >/dev/null 2>&1; then
-	missing+=(chromium)
-else
-	log "chromium present ($(command -v chromium))"
-fi
-if ! command -v promtool >/dev/null 2>&1; then
-	missing+=(prometheus)
-else
-	log "promtool present ($(command -v promtool))"
+if [[ "$FOR" == tests ]]; then
+	if ! command -v chromium >/dev/null 2>&1; then
+		missing+=(chromium)
+	else
+		log "chromium present ($(command -v chromium))"
+	fi
+	if ! command -v promtool >/dev/null 2>&1; then
+		missing+=(prometheus)
+	else
+		log "promtool present ($(command -v promtool))"
+	fi
 fi
 
 if ((${#missing[@]} > 0)); then
@@ -73,8 +85,10 @@ command -v java >/dev/null 2>&1 || { log "java still missing" >&2; exit 1; }
 command -v kcat >/dev/null 2>&1 || { log "kcat still missing" >&2; exit 1; }
 command -v curl >/dev/null 2>&1 || { log "curl still missing" >&2; exit 1; }
 command -v jq >/dev/null 2>&1 || { log "jq still missing" >&2; exit 1; }
-command -v chromium >/dev/null 2>&1 || { log "chromium still missing" >&2; exit 1; }
-command -v promtool >/dev/null 2>&1 || { log "promtool still missing" >&2; exit 1; }
+if [[ "$FOR" == tests ]]; then
+	command -v chromium >/dev/null 2>&1 || { log "chromium still missing" >&2; exit 1; }
+	command -v promtool >/dev/null 2>&1 || { log "promtool still missing" >&2; exit 1; }
+fi
 if ! command -v go >/dev/null 2>&1; then
 	log "go not found on PATH: install Go (version in go.mod) first" >&2
 	exit 1
