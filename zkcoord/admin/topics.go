@@ -39,6 +39,9 @@ type TopicSpec struct {
 	ReplicationFactor int16
 	Assignment        map[int32][]int32
 	Configs           map[string]string
+	// RackAwareMode: how brokers' racks enter a computed assignment (zero: Enforced, Kafka's
+	// default; the operator CLI's --disable-rack-aware sets Disabled).
+	RackAwareMode RackAwareMode
 }
 
 // AssignReplicasToBrokers is Kafka's rack-unaware AdminUtils.assignReplicasToBrokers:
@@ -71,21 +74,7 @@ func AssignReplicasToBrokers(brokers []int32, nPartitions int32, rf int16, start
 	if nextReplicaShift < 0 {
 		nextReplicaShift = rand.IntN(n)
 	}
-	out := make(map[int32][]int32, nPartitions)
-	for p := 0; p < int(nPartitions); p++ {
-		if p > 0 && p%n == 0 {
-			nextReplicaShift++
-		}
-		first := (p + startIndex) % n
-		replicas := make([]int32, 0, rf)
-		replicas = append(replicas, b[first])
-		for j := 0; j < int(rf)-1; j++ {
-			shift := 1 + (nextReplicaShift+j)%(n-1)
-			replicas = append(replicas, b[(first+shift)%n])
-		}
-		out[int32(p)] = replicas
-	}
-	return out, nil
+	return assignRackUnaware(b, nPartitions, int(rf), startIndex, nextReplicaShift, 0), nil
 }
 
 func (adm *Admin) liveBrokerIDs() ([]int32, error) {
@@ -191,7 +180,11 @@ func (adm *Admin) CreateTopic(ctx context.Context, spec TopicSpec, validateOnly 
 		if spec.ReplicationFactor <= 0 {
 			return nil, fmt.Errorf("%w: replication factor must be larger than 0", ErrInvalidReplicationFactor)
 		}
-		assignment, err = AssignReplicasToBrokers(live, spec.NumPartitions, spec.ReplicationFactor, -1, -1)
+		brokers, err := adm.brokerMetadatas(spec.RackAwareMode)
+		if err != nil {
+			return nil, err
+		}
+		assignment, err = AssignReplicas(brokers, spec.NumPartitions, int(spec.ReplicationFactor), -1, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -334,14 +327,18 @@ func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions
 			added[p] = append([]int32(nil), r...)
 		}
 	} else {
+		brokers, err := adm.brokerMetadatas(RackAwareEnforced)
+		if err != nil {
+			return nil, err
+		}
 		start := 0
-		for i, id := range live {
-			if id >= p0[0] {
+		for i, b := range brokers {
+			if b.ID >= p0[0] {
 				start = i
 				break
 			}
 		}
-		added, err = assignReplicasFrom(live, numPartitions-cur, rf, start, cur)
+		added, err = AssignReplicas(brokers, numPartitions-cur, rf, start, cur)
 		if err != nil {
 			return nil, err
 		}
@@ -369,35 +366,4 @@ func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions
 	}
 	adm.log.WithField("topic", topic).WithField("partitions", numPartitions).Info("added partitions")
 	return added, nil
-}
-
-// assignReplicasFrom is Kafka's assignReplicasToBrokersRackUnaware with a fixed start index
-// (also the initial replica shift) and a start partition id, as used by addPartitions.
-func assignReplicasFrom(brokers []int32, n int32, rf int, startIndex int, startPartition int32) (map[int32][]int32, error) {
-	nb := len(brokers)
-	if rf <= 0 || n <= 0 {
-		return nil, fmt.Errorf("%w: nothing to assign", ErrInvalidPartitions)
-	}
-	if err := checkPartitionCount("", int64(startPartition)+int64(n)); err != nil {
-		return nil, err
-	}
-	if rf > nb {
-		return nil, fmt.Errorf("%w: replication factor: %d larger than available brokers: %d", ErrInvalidReplicationFactor, rf, nb)
-	}
-	shift := startIndex
-	out := make(map[int32][]int32, n)
-	for i, p := int32(0), startPartition; i < n; i, p = i+1, p+1 {
-		if p > 0 && int(p)%nb == 0 {
-			shift++
-		}
-		first := (int(p) + startIndex) % nb
-		r := make([]int32, 0, rf)
-		r = append(r, brokers[first])
-		for j := 0; j < rf-1; j++ {
-			s := 1 + (shift+j)%(nb-1)
-			r = append(r, brokers[(first+s)%nb])
-		}
-		out[p] = r
-	}
-	return out, nil
 }
