@@ -120,21 +120,22 @@ func TestHarnessWithStandInBinary(t *testing.T) {
 		}
 	}
 
-	c.Broker(1).Pause()
-	c.Broker(1).Resume()
-	if !c.Broker(1).Running() {
+	b1 := c.Broker(1)
+	b1.Pause()
+	b1.Resume()
+	if !b1.Running() {
 		t.Fatal("broker 1 not running after SIGSTOP/SIGCONT")
 	}
-	c.Broker(1).Kill()
-	if c.Broker(1).Running() {
+	b1.Kill()
+	if b1.Running() {
 		t.Fatal("broker 1 running after Kill")
 	}
-	c.Broker(1).Restart()
-	if !c.Broker(1).Running() || !strings.Contains(c.Broker(1).Output(), "start #2 of broker 1") {
-		t.Fatalf("restart: running=%v output:\n%s", c.Broker(1).Running(), c.Broker(1).Output())
+	b1.Restart()
+	if !b1.Running() || !strings.Contains(b1.Output(), "start #2 of broker 1") {
+		t.Fatalf("restart: running=%v output:\n%s", b1.Running(), b1.Output())
 	}
 	WaitFor(t, 10*time.Second, func() (bool, string) {
-		return strings.Contains(c.Broker(1).OutputSince(), "stand-in broker args"), c.Broker(1).OutputSince()
+		return strings.Contains(b1.OutputSince(), "stand-in broker args"), b1.OutputSince()
 	})
 	if code := c.Broker(2).Terminate(); code != 3 {
 		t.Errorf("Terminate: exit code %d, want 3 from the TERM trap", code)
