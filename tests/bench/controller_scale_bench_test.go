@@ -165,10 +165,10 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	// meanwhile would load the ZooKeeper and the two cores the controller is using, and add up
 	// to one polling round to the figure.
 	start = time.Now()
-	if err := syscall.Kill(c.Pid(victim), syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(c.Broker(victim).Pid(), syscall.SIGTERM); err != nil {
 		b.Fatalf("SIGTERM broker %d: %v", victim, err)
 	}
-	if _, ok := c.WaitExit(victim, limit); !ok {
+	if _, ok := c.Broker(victim).WaitExit(limit); !ok {
 		b.Fatalf("broker %d did not exit within %v of SIGTERM", victim, limit)
 	}
 	exited := time.Since(start)
@@ -194,7 +194,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 		start.UTC().Format("15:04:05.000"), movedAfter, exited)
 	if os.Getenv("CTRLSCALE_SHUTDOWN_LOG") != "" {
 		// The stopped broker's own lines from "shutting down" on, without the per-partition ones.
-		out := c.OutputSince(victim)
+		out := c.Broker(victim).OutputSince()
 		if i := strings.Index(out, `msg="shutting down"`); i >= 0 {
 			if j := strings.LastIndex(out[:i], "\n"); j >= 0 {
 				out = out[j+1:]
@@ -209,7 +209,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 
 	// Rejoin, so that every ISR is full before the failover.
 	start = time.Now()
-	c.StartBroker(victim)
+	c.Broker(victim).Start()
 	c.WaitRegistered(victim)
 	cluster.WaitFor(b, limit, func() (bool, string) { return allAgree(c, n, ids, func(string) {}) })
 	r.rejoin = time.Since(start)
@@ -223,7 +223,7 @@ func controllerScale(b *testing.B, n int32) scaleResult {
 	ctrl = controllerID(b, c)
 	epochBefore := controllerEpoch(b, c)
 	start = time.Now()
-	c.Kill(ctrl)
+	c.Broker(ctrl).Kill()
 	cluster.WaitFor(b, limit, func() (bool, string) {
 		id, err := controllerIDErr(c)
 		if err != nil || id == ctrl || id < 0 {
@@ -273,7 +273,7 @@ func allAgree(c *cluster.Cluster, n int32, ids []int32, done func(part string)) 
 	var msg string
 	for _, id := range ids {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		md, err := cluster.MetadataPartitions(ctx, c.Addr(id), scaleTopic)
+		md, err := cluster.MetadataPartitions(ctx, c.Broker(id).Addr, scaleTopic)
 		cancel()
 		if err != nil {
 			return false, fmt.Sprintf("metadata of broker %d: %v", id, err)
@@ -318,7 +318,7 @@ func readStatesErr(c *cluster.Cluster, n int32) ([]cluster.PartitionState, error
 		go func() {
 			defer wg.Done()
 			for p := range next {
-				out[p], errs[p] = c.PartitionState(scaleTopic, p)
+				out[p], errs[p] = c.ZK.PartitionState(scaleTopic, p)
 			}
 		}()
 	}
@@ -336,7 +336,7 @@ func readStatesErr(c *cluster.Cluster, n int32) ([]cluster.PartitionState, error
 }
 
 func controllerIDErr(c *cluster.Cluster) (int32, error) {
-	data, _, err := c.ZKConn().Get("/controller")
+	data, _, err := c.ZK.Conn().Get("/controller")
 	if errors.Is(err, zk.ErrNoNode) {
 		return -1, nil
 	}
@@ -361,7 +361,7 @@ func controllerID(b *testing.B, c *cluster.Cluster) int32 {
 }
 
 func controllerEpoch(b *testing.B, c *cluster.Cluster) int32 {
-	data, _, err := c.ZKConn().Get("/controller_epoch")
+	data, _, err := c.ZK.Conn().Get("/controller_epoch")
 	if err != nil {
 		b.Fatalf("/controller_epoch: %v", err)
 	}
@@ -385,7 +385,7 @@ func contains(s []int32, v int32) bool {
 func totalRSS(b *testing.B, c *cluster.Cluster, ids []int32) int64 {
 	var sum int64
 	for _, id := range ids {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid(id)))
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Broker(id).Pid()))
 		if err != nil {
 			b.Fatalf("RSS of broker %d: %v", id, err)
 		}
@@ -434,7 +434,7 @@ func profileCPU(c *cluster.Cluster, ids []int32, dir, name string, wg *sync.Wait
 // saveOutputs writes every broker's output to dir/broker-<id>.log.
 func saveOutputs(b *testing.B, c *cluster.Cluster, ids []int32, dir string) {
 	for _, id := range ids {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("broker-%d.log", id)), []byte(c.Output(id)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("broker-%d.log", id)), []byte(c.Broker(id).Output()), 0o644); err != nil {
 			b.Log(err)
 		}
 	}

@@ -202,7 +202,7 @@ func BenchmarkGroups_CoordinatorFailover(b *testing.B) {
 			}
 		}()
 	}
-	c.WaitGroupStable(group, topic, partitions, 2, time.Minute)
+	c.Groups.WaitStable(group, topic, partitions, 2, time.Minute)
 	var total time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -210,20 +210,20 @@ func BenchmarkGroups_CoordinatorFailover(b *testing.B) {
 		cluster.WaitFor(b, time.Minute, func() (bool, string) {
 			return time.Since(time.Unix(0, lastAck.Load())) < time.Second, "no commit acknowledged in the last second"
 		})
-		coord, err := c.GroupCoordinator(ctx, group)
+		coord, err := c.Groups.Coordinator(ctx, group)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 		killed := time.Now()
-		c.Kill(coord)
+		c.Broker(coord).Kill()
 		dead := time.Now() // acknowledgements after this come from another coordinator
 		cluster.WaitFor(b, time.Minute, func() (bool, string) {
 			return lastAck.Load() > dead.UnixNano(), "no commit acknowledged since the kill"
 		})
 		total += time.Unix(0, lastAck.Load()).Sub(killed)
 		b.StopTimer()
-		c.StartBroker(coord)
+		c.Broker(coord).Start()
 		c.WaitRegistered(coord)
 		b.StartTimer()
 	}

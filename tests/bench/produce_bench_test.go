@@ -79,7 +79,7 @@ func startCluster(b *testing.B, rf int16, configs map[string]*string, opts ...kg
 		if err != nil || resp.Err != nil {
 			b.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
 		}
-		c.WaitTopicOnline(topic, 30*time.Second)
+		c.ZK.WaitTopicOnline(topic, 30*time.Second)
 		c.WaitMetadataLeaders(topic, partitions, 30*time.Second)
 		base := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression())}
 		cl := c.Client(append(base, opts...)...)

@@ -72,7 +72,7 @@ func midStream(t *testing.T, topic, group string, lateCommits bool, start func(t
 	}()
 	defer func() { pcancel(); pwg.Wait() }()
 
-	stopM3 := c.JoinLeaveMidStream(j, group, topic, partitions, 90*time.Second, func(name string) func() {
+	stopM3 := c.Groups.JoinLeaveMidStream(j, group, topic, partitions, 90*time.Second, func(name string) func() {
 		return start(t, c, j, name).stop
 	})
 
@@ -85,11 +85,11 @@ func midStream(t *testing.T, topic, group string, lateCommits bool, start func(t
 		t.Fatal(gaps)
 	}
 	ends := log.Ends(partitions)
-	c.WaitCommitted(group, topic, ends, 90*time.Second)
+	c.Groups.WaitCommitted(group, topic, ends, 90*time.Second)
 	stopM3()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	final, err := c.CommittedOffsets(ctx, group, topic)
+	final, err := c.Groups.CommittedOffsets(ctx, group, topic)
 	if err != nil {
 		t.Fatalf("final OffsetFetch: %v", err)
 	}

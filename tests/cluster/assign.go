@@ -62,7 +62,7 @@ func (c *Cluster) CreateTopicWithAssignment(topic string, assignment map[int32][
 			c.t.Fatalf("cluster: CreateTopics %s with assignment %v: %v %s", topic, assignment, err, msg)
 		}
 	}
-	got := c.WaitTopicOnline(topic, 30*time.Second)
+	got := c.ZK.WaitTopicOnline(topic, 30*time.Second)
 	if len(got) != len(assignment) {
 		c.t.Fatalf("cluster: topic %s has %d partitions in ZooKeeper, want %d", topic, len(got), len(assignment))
 	}
@@ -70,11 +70,11 @@ func (c *Cluster) CreateTopicWithAssignment(topic string, assignment map[int32][
 	return got
 }
 
-// FetcherPartitionCounts reads broker id's /metrics and returns the PartitionCount of every
+// FetcherPartitionCounts reads the broker's /metrics and returns the PartitionCount of every
 // running replica fetcher by its clientId ("ReplicaFetcherThread-<fetcherId>-<leaderId>") and the
 // FetcherThreadCount gauge (-1 when absent).
-func (c *Cluster) FetcherPartitionCounts(id int32) (map[string]float64, float64, error) {
-	text, err := c.Metrics(id)
+func (b *Broker) FetcherPartitionCounts() (map[string]float64, float64, error) {
+	text, err := b.Metrics()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -82,7 +82,7 @@ func (c *Cluster) FetcherPartitionCounts(id int32) (map[string]float64, float64,
 	for _, s := range MetricSamplesWithLabels(text, "kafka_server_fetcherstats_partitioncount") {
 		cid, ok := s.Labels["clientId"]
 		if !ok {
-			return nil, 0, fmt.Errorf("broker %d: PartitionCount sample without clientId: %v", id, s.Labels)
+			return nil, 0, fmt.Errorf("broker %d: PartitionCount sample without clientId: %v", b.ID, s.Labels)
 		}
 		counts[cid] = s.Value
 	}

@@ -52,7 +52,7 @@ func (c *Cluster) CreateTopic(topic string, partitions int32, rf int16) map[int3
 	if _, err := c.Admin().CreateTopic(ctx, partitions, rf, nil, topic); err != nil {
 		c.t.Fatalf("cluster: create topic %s (%d partitions, RF %d): %v", topic, partitions, rf, err)
 	}
-	assignment := c.WaitTopicOnline(topic, 30*time.Second)
+	assignment := c.ZK.WaitTopicOnline(topic, 30*time.Second)
 	if int32(len(assignment)) != partitions {
 		c.t.Fatalf("cluster: topic %s has %d partitions in ZooKeeper, want %d", topic, len(assignment), partitions)
 	}
@@ -62,7 +62,7 @@ func (c *Cluster) CreateTopic(topic string, partitions int32, rf int16) map[int3
 
 // MetadataLeaders asks the broker at addr for topic's metadata and returns partition → leader
 // (-1 with a partition error). The error is the topic-level error, if any.
-func (c *Cluster) MetadataLeaders(ctx context.Context, addr, topic string) (map[int32]int32, error) {
+func MetadataLeaders(ctx context.Context, addr, topic string) (map[int32]int32, error) {
 	parts, err := MetadataPartitions(ctx, addr, topic)
 	if err != nil {
 		return nil, err
@@ -80,11 +80,12 @@ func (c *Cluster) WaitMetadataLeaders(topic string, partitions int32, timeout ti
 	c.t.Helper()
 	WaitFor(c.t, timeout, func() (bool, string) {
 		for _, id := range c.ids {
-			if !c.Running(id) {
+			b := c.Broker(id)
+			if !b.Running() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			leaders, err := c.MetadataLeaders(ctx, c.Addr(id), topic)
+			leaders, err := MetadataLeaders(ctx, b.Addr, topic)
 			cancel()
 			if err != nil {
 				return false, fmt.Sprintf("broker %d metadata for %s: %v", id, topic, err)
@@ -102,10 +103,10 @@ func (c *Cluster) WaitMetadataLeaders(topic string, partitions int32, timeout ti
 	})
 }
 
-// Metrics fetches broker id's metrics endpoint (GET http://<metrics.listen>/metrics).
-func (c *Cluster) Metrics(id int32) (string, error) {
+// Metrics fetches the broker's metrics endpoint (GET http://<metrics.listen>/metrics).
+func (b *Broker) Metrics() (string, error) {
 	hc := http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + c.Broker(id).MetricsAddr + "/metrics")
+	resp, err := hc.Get("http://" + b.MetricsAddr + "/metrics")
 	if err != nil {
 		return "", err
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,15 +44,18 @@ type Options struct {
 // whose earlier process was killed may wait up to one session timeout for its old znode to expire.
 const StartTimeout = 45 * time.Second
 
-// Cluster is one running test cluster: a ZooKeeper and broker processes.
+// Cluster is one running test cluster: a ZooKeeper and broker processes. Its own methods are
+// the client side (Client, Admin, CreateTopic, ...) and the checks over every broker; the roles
+// have types of their own: ZK (the ZooKeeper process and the znodes read from it), Broker(id)
+// (one broker process and the requests sent to it alone) and Groups (consumer groups).
 type Cluster struct {
+	ZK     *ZooKeeper
+	Groups *Groups
+
 	t    testing.TB
 	bin  string
 	dir  string
 	opts Options
-	ZK   *zktest.Server
-
-	zkc *zk.Conn
 
 	mu      sync.Mutex
 	brokers map[int32]*Broker
@@ -64,28 +66,6 @@ type Cluster struct {
 
 // closer is anything with Close(); kgo clients are registered for cleanup.
 type closer interface{ Close() }
-
-// Broker is one broker process slot: its dirs and ports stay the same across restarts.
-type Broker struct {
-	ID          int32
-	Addr        string // "127.0.0.1:port" of the PLAINTEXT listener
-	MetricsAddr string // metrics.listen
-	Dir         string // working directory of the process
-	LogDir      string // log.dirs
-	ConfigPath  string // generated server.properties
-	OutputPath  string // stdout+stderr of every run, appended
-	overrides   map[string]string
-
-	mu     sync.Mutex
-	starts int
-	proc   *process
-}
-
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // set before done is closed
-}
 
 // Start starts a ZooKeeper (zktest) and opts.Brokers broker processes, and waits until every
 // broker is registered under /brokers/ids (unless opts.NoWait). Everything is stopped in t.Cleanup.
@@ -102,7 +82,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	bin := Binary(t)
 	zs := zktest.Start(t)
-	c := &Cluster{t: t, bin: bin, dir: t.TempDir(), opts: opts, ZK: zs, brokers: map[int32]*Broker{}}
+	c := &Cluster{t: t, bin: bin, dir: t.TempDir(), opts: opts, ZK: &ZooKeeper{Server: zs, t: t}, brokers: map[int32]*Broker{}}
+	c.Groups = &Groups{c: c}
 	// Registered after zktest's and TempDir's cleanups, so it runs before them: brokers die
 	// before ZooKeeper and before their directories are removed.
 	t.Cleanup(c.cleanup)
@@ -111,7 +92,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("cluster: zk client: %v", err)
 	}
-	c.zkc = conn
+	c.ZK.conn = conn
 
 	for i := 1; i <= opts.Brokers; i++ {
 		id := int32(i)
@@ -123,7 +104,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.ids = append(c.ids, id)
 	}
 	for _, id := range c.ids {
-		c.StartBroker(id)
+		c.brokers[id].Start()
 	}
 	if !opts.NoWait {
 		c.WaitRegistered(c.ids...)
@@ -158,6 +139,8 @@ func (c *Cluster) newBroker(id int32) (*Broker, error) {
 		ConfigPath:  filepath.Join(dir, "server.properties"),
 		OutputPath:  filepath.Join(dir, "output.log"),
 		overrides:   map[string]string{},
+		t:           c.t,
+		bin:         c.bin,
 	}
 	if c.opts.OwnAddresses {
 		b.overrides["isrbroker.local.address"] = host
@@ -201,195 +184,6 @@ func (c *Cluster) Broker(id int32) *Broker {
 // IDs returns the broker ids of the cluster in order.
 func (c *Cluster) IDs() []int32 { return append([]int32(nil), c.ids...) }
 
-// StartBroker starts broker id's process; it must not be running.
-func (c *Cluster) StartBroker(id int32) {
-	c.t.Helper()
-	b := c.Broker(id)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.proc != nil && !b.proc.exited() {
-		c.t.Fatalf("cluster: broker %d is already running", id)
-	}
-	keys := make([]string, 0, len(b.overrides))
-	for k := range b.overrides {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	args := []string{"broker", "--config", b.ConfigPath}
-	// ISRBROKER_LOG_LEVEL (trace, debug, ...) raises the brokers' log level when a scenario
-	// needs a closer look; the default is the broker's own (info).
-	if lvl := os.Getenv("ISRBROKER_LOG_LEVEL"); lvl != "" {
-		args = append(args, "--log-level", lvl)
-	}
-	for _, k := range keys {
-		args = append(args, "--override", k+"="+b.overrides[k])
-	}
-	out, err := os.OpenFile(b.OutputPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		c.t.Fatalf("cluster: broker %d output: %v", id, err)
-	}
-	defer out.Close()
-	b.starts++
-	fmt.Fprintf(out, "=== cluster: start #%d of broker %d at %s: isrbroker %s\n",
-		b.starts, id, time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
-	cmd := exec.Command(c.bin, args...)
-	cmd.Dir = b.Dir
-	cmd.Env = brokerEnv()
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("cluster: start broker %d: %v", id, err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	b.proc = p
-}
-
-// brokerEnv is the harness's environment without the KAFKA_* variables: the broker reads
-// those as config properties (docs/containers.md), so a KAFKA_LOG_RETENTION_MS or
-// KAFKA_HEAP_OPTS left in a developer's shell would otherwise change, or stop, every broker
-// a test starts. Tests set properties with overrides only.
-func brokerEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KAFKA_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// signal sends sig to the process group the harness created for this process (only that group).
-func (p *process) signal(sig syscall.Signal) error {
-	if p.exited() {
-		return nil
-	}
-	return syscall.Kill(-p.cmd.Process.Pid, sig)
-}
-
-func (c *Cluster) proc(id int32) *process {
-	b := c.Broker(id)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.proc
-}
-
-// Running reports whether broker id's process is alive (possibly stopped by SIGSTOP).
-func (c *Cluster) Running(id int32) bool {
-	p := c.proc(id)
-	return p != nil && !p.exited()
-}
-
-// Pid returns the process id of broker id's current process (0 if never started).
-func (c *Cluster) Pid(id int32) int {
-	p := c.proc(id)
-	if p == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
-// WaitExit waits up to timeout for broker id's process to end and returns its exit code
-// (-1 when killed by a signal).
-func (c *Cluster) WaitExit(id int32, timeout time.Duration) (int, bool) {
-	p := c.proc(id)
-	if p == nil {
-		return 0, true
-	}
-	if !p.exited() {
-		timer := time.NewTimer(timeout)
-		defer timer.Stop()
-		select {
-		case <-p.done:
-		case <-timer.C:
-			return 0, false
-		}
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode(), true
-	}
-	return 0, true
-}
-
-// Kill sends SIGKILL to broker id (kill -9) and waits for the process to be gone.
-func (c *Cluster) Kill(id int32) {
-	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		return
-	}
-	_ = p.signal(syscall.SIGKILL)
-	if _, ok := c.WaitExit(id, 30*time.Second); !ok {
-		c.t.Fatalf("cluster: broker %d did not die after SIGKILL", id)
-	}
-}
-
-// Stop freezes broker id with SIGSTOP; Cont resumes it.
-func (c *Cluster) Stop(id int32) {
-	c.t.Helper()
-	if p := c.proc(id); p != nil {
-		if err := p.signal(syscall.SIGSTOP); err != nil {
-			c.t.Fatalf("cluster: SIGSTOP broker %d: %v", id, err)
-		}
-	}
-}
-
-// Cont resumes broker id after Stop (SIGCONT).
-func (c *Cluster) Cont(id int32) {
-	c.t.Helper()
-	if p := c.proc(id); p != nil {
-		if err := p.signal(syscall.SIGCONT); err != nil {
-			c.t.Fatalf("cluster: SIGCONT broker %d: %v", id, err)
-		}
-	}
-}
-
-// Terminate sends SIGTERM (graceful stop) and waits for the exit; a broker that has not exited
-// after 30 s fails the test and is killed. It returns the exit code.
-func (c *Cluster) Terminate(id int32) int {
-	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		code, _ := c.WaitExit(id, 0)
-		return code
-	}
-	_ = p.signal(syscall.SIGCONT)
-	_ = p.signal(syscall.SIGTERM)
-	code, ok := c.WaitExit(id, 30*time.Second)
-	if !ok {
-		_ = p.signal(syscall.SIGKILL)
-		c.t.Fatalf("cluster: broker %d did not exit within 30s of SIGTERM", id)
-	}
-	return code
-}
-
-// Restart starts broker id again with the same dirs, ports and overrides. A process that is still
-// running is killed (SIGKILL) first; use Terminate before Restart for a graceful bounce.
-func (c *Cluster) Restart(id int32) {
-	c.t.Helper()
-	c.Kill(id)
-	c.StartBroker(id)
-}
-
-// Addr returns broker id's listener address.
-func (c *Cluster) Addr(id int32) string { return c.Broker(id).Addr }
-
-// LogDir returns broker id's log.dirs directory.
-func (c *Cluster) LogDir(id int32) string { return c.Broker(id).LogDir }
-
 // BootstrapAddrs returns every broker's listener address (live or not), as seed brokers.
 func (c *Cluster) BootstrapAddrs() []string {
 	addrs := make([]string, 0, len(c.ids))
@@ -399,34 +193,55 @@ func (c *Cluster) BootstrapAddrs() []string {
 	return addrs
 }
 
-// Output returns everything broker id has written to stdout and stderr over all its runs.
-func (c *Cluster) Output(id int32) string {
-	data, err := os.ReadFile(c.Broker(id).OutputPath)
-	if err != nil {
-		return ""
+// WaitRegistered waits until every given broker (all brokers when none given) has its
+// /brokers/ids/<id> znode. A broker process that exits meanwhile fails the test at once.
+func (c *Cluster) WaitRegistered(ids ...int32) {
+	c.t.Helper()
+	if len(ids) == 0 {
+		ids = c.ids
 	}
-	return string(data)
+	WaitFor(c.t, StartTimeout, func() (bool, string) {
+		for _, id := range ids {
+			if b := c.Broker(id); !b.Running() {
+				code, _ := b.WaitExit(0)
+				c.t.Fatalf("cluster: broker %d exited (code %d) before registering; output:\n%s", id, code, b.Tail(40))
+			}
+		}
+		got, err := c.ZK.RegisteredBrokers()
+		if err != nil {
+			return false, err.Error()
+		}
+		have := map[int32]bool{}
+		for _, id := range got {
+			have[id] = true
+		}
+		for _, id := range ids {
+			if !have[id] {
+				return false, fmt.Sprintf("broker %d not registered; /brokers/ids = %v", id, got)
+			}
+		}
+		return true, ""
+	})
 }
 
-// OutputSince returns broker id's output written by its latest run only.
-func (c *Cluster) OutputSince(id int32) string {
-	out := c.Output(id)
-	if i := strings.LastIndex(out, "=== cluster: start #"); i >= 0 {
-		return out[i:]
-	}
-	return out
-}
-
-// Tail returns the last n lines of broker id's output.
-func (c *Cluster) Tail(id int32, n int) string { return tail(c.Output(id), n) }
-
-func tail(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+// WaitUnregistered waits until none of the given brokers has a /brokers/ids znode (a killed
+// broker's ephemeral znode goes away once its session expires).
+func (c *Cluster) WaitUnregistered(timeout time.Duration, ids ...int32) {
+	c.t.Helper()
+	WaitFor(c.t, timeout, func() (bool, string) {
+		got, err := c.ZK.RegisteredBrokers()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, g := range got {
+			for _, id := range ids {
+				if g == id {
+					return false, fmt.Sprintf("broker %d still registered; /brokers/ids = %v", id, got)
+				}
+			}
+		}
+		return true, ""
+	})
 }
 
 func (c *Cluster) cleanup() {
@@ -438,27 +253,12 @@ func (c *Cluster) cleanup() {
 		clients[i].Close()
 	}
 	for _, id := range c.ids {
-		b := c.brokers[id]
-		b.mu.Lock()
-		p := b.proc
-		b.mu.Unlock()
-		if p == nil || p.exited() {
-			continue
-		}
-		_ = p.signal(syscall.SIGCONT)
-		_ = p.signal(syscall.SIGKILL)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			c.t.Errorf("cluster: broker %d (pid %d) did not die", id, p.cmd.Process.Pid)
-		}
+		c.brokers[id].kill()
 	}
-	if c.zkc != nil {
-		c.zkc.Close()
-	}
+	c.ZK.close()
 	if c.t.Failed() || os.Getenv("ISRBROKER_TEST_LOGS") == "1" {
 		for _, id := range c.ids {
-			c.t.Logf("---- broker %d output (last 80 lines of %s) ----\n%s", id, c.brokers[id].OutputPath, c.Tail(id, 80))
+			c.t.Logf("---- broker %d output (last 80 lines of %s) ----\n%s", id, c.brokers[id].OutputPath, c.brokers[id].Tail(80))
 		}
 	}
 }

@@ -107,47 +107,48 @@ func TestHarnessWithStandInBinary(t *testing.T) {
 	c := Start(t, Options{Brokers: 2, NoWait: true, Overrides: map[string]string{"num.partitions": "6"}})
 
 	WaitFor(t, 10*time.Second, func() (bool, string) {
-		out := c.Output(1)
+		out := c.Broker(1).Output()
 		return strings.Contains(out, "stand-in stderr line") && strings.Contains(out, "--override num.partitions=6"), out
 	})
 	props, err := os.ReadFile(c.Broker(2).ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"broker.id=2", "listeners=PLAINTEXT://" + c.Addr(2), "zookeeper.connect=" + c.ZK.Addr, "log.dirs=" + c.LogDir(2)} {
+	for _, want := range []string{"broker.id=2", "listeners=PLAINTEXT://" + c.Broker(2).Addr, "zookeeper.connect=" + c.ZK.Addr, "log.dirs=" + c.Broker(2).LogDir} {
 		if !strings.Contains(string(props), want+"\n") {
 			t.Errorf("server.properties lacks %q:\n%s", want, props)
 		}
 	}
 
-	c.Stop(1)
-	c.Cont(1)
-	if !c.Running(1) {
+	b1 := c.Broker(1)
+	b1.Pause()
+	b1.Resume()
+	if !b1.Running() {
 		t.Fatal("broker 1 not running after SIGSTOP/SIGCONT")
 	}
-	c.Kill(1)
-	if c.Running(1) {
+	b1.Kill()
+	if b1.Running() {
 		t.Fatal("broker 1 running after Kill")
 	}
-	c.Restart(1)
-	if !c.Running(1) || !strings.Contains(c.Output(1), "start #2 of broker 1") {
-		t.Fatalf("restart: running=%v output:\n%s", c.Running(1), c.Output(1))
+	b1.Restart()
+	if !b1.Running() || !strings.Contains(b1.Output(), "start #2 of broker 1") {
+		t.Fatalf("restart: running=%v output:\n%s", b1.Running(), b1.Output())
 	}
 	WaitFor(t, 10*time.Second, func() (bool, string) {
-		return strings.Contains(c.OutputSince(1), "stand-in broker args"), c.OutputSince(1)
+		return strings.Contains(b1.OutputSince(), "stand-in broker args"), b1.OutputSince()
 	})
-	if code := c.Terminate(2); code != 3 {
+	if code := c.Broker(2).Terminate(); code != 3 {
 		t.Errorf("Terminate: exit code %d, want 3 from the TERM trap", code)
 	}
 
 	// ZooKeeper readers against hand-written Kafka JSON.
-	if ids, err := c.RegisteredBrokers(); err != nil || len(ids) != 0 {
+	if ids, err := c.ZK.RegisteredBrokers(); err != nil || len(ids) != 0 {
 		t.Errorf("RegisteredBrokers on an empty ZooKeeper: %v %v", ids, err)
 	}
-	if id, err := c.ControllerID(); err != nil || id != -1 {
+	if id, err := c.ZK.ControllerID(); err != nil || id != -1 {
 		t.Errorf("ControllerID with no controller: %d %v", id, err)
 	}
-	zc := c.ZKConn()
+	zc := c.ZK.Conn()
 	for _, n := range []struct{ path, data string }{
 		{"/brokers", ""}, {"/brokers/ids", ""}, {"/brokers/ids/2", "{}"}, {"/brokers/ids/1", "{}"},
 		{"/brokers/topics", ""},
@@ -161,14 +162,14 @@ func TestHarnessWithStandInBinary(t *testing.T) {
 			t.Fatalf("create %s: %v", n.path, err)
 		}
 	}
-	if ids, err := c.RegisteredBrokers(); err != nil || !reflect.DeepEqual(ids, []int32{1, 2}) {
+	if ids, err := c.ZK.RegisteredBrokers(); err != nil || !reflect.DeepEqual(ids, []int32{1, 2}) {
 		t.Errorf("RegisteredBrokers = %v %v, want [1 2]", ids, err)
 	}
-	if a, err := c.TopicAssignment("t"); err != nil || !reflect.DeepEqual(a, map[int32][]int32{0: {2, 1}, 1: {1, 2}}) {
+	if a, err := c.ZK.TopicAssignment("t"); err != nil || !reflect.DeepEqual(a, map[int32][]int32{0: {2, 1}, 1: {1, 2}}) {
 		t.Errorf("TopicAssignment = %v %v", a, err)
 	}
 	created := time.Now()
-	st, err := c.PartitionState("t", 1)
+	st, err := c.ZK.PartitionState("t", 1)
 	// Modified is the znode's mtime, set by ZooKeeper when the state was written above.
 	if d := st.Modified.Sub(created); err == nil && (d > time.Minute || d < -time.Minute) {
 		t.Errorf("PartitionState.Modified = %v, want about %v (the state's write)", st.Modified, created)
@@ -178,7 +179,7 @@ func TestHarnessWithStandInBinary(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(st, want) {
 		t.Errorf("PartitionState = %+v %v, want %+v", st, err, want)
 	}
-	if id, epoch := c.WaitController(time.Second); id != 2 || epoch != 3 {
+	if id, epoch := c.ZK.WaitController(time.Second); id != 2 || epoch != 3 {
 		t.Errorf("WaitController = %d, %d; want 2, 3", id, epoch)
 	}
 }

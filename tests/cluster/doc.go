@@ -10,6 +10,10 @@
 // decodes Kafka's znode JSON itself (docs/kafka-facts.md §1), so checks do not trust the code under
 // test. Waiting is always polling with a deadline (WaitFor); nothing sleeps to synchronise.
 //
+// A Cluster's roles have types of their own: c.ZK is the ZooKeeper (its process and the znodes
+// read from it), c.Broker(id) one broker process and the requests sent to it alone, c.Groups the
+// consumer-group client; Cluster's own methods are the client side and the checks over every broker.
+//
 // Environment:
 //   - ISRBROKER_BIN: use this broker binary instead of building one.
 //   - ISRBROKER_RACE=1: build the broker with the race detector.

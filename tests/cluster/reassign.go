@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,29 +66,4 @@ func (c *Cluster) WaitReassignmentVerified(file string, timeout time.Duration) s
 		return last.ExitCode == 0, fmt.Sprintf("verify: exit %d\n%s%s", last.ExitCode, last.Stdout, last.Stderr)
 	})
 	return last.Stdout
-}
-
-// ReassignmentRunning reports whether /admin/reassign_partitions exists.
-func (c *Cluster) ReassignmentRunning() (bool, error) {
-	ok, _, err := c.zkc.Exists(ReassignmentPath)
-	return ok, err
-}
-
-// WaitPartitionDirGone waits until broker id's log dir has no directory for topic-p.
-func (c *Cluster) WaitPartitionDirGone(id int32, topic string, p int32, timeout time.Duration) {
-	c.t.Helper()
-	dir := c.PartitionDir(id, topic, p)
-	WaitFor(c.t, timeout, func() (bool, string) {
-		_, err := os.Stat(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			return true, ""
-		}
-		return false, fmt.Sprintf("%s still exists (stat: %v)", dir, err)
-	})
-}
-
-// ZNodeExists reports whether path exists in the cluster's ZooKeeper.
-func (c *Cluster) ZNodeExists(path string) bool {
-	ok, _, err := c.zkc.Exists(path)
-	return err == nil && ok
 }

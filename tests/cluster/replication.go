@@ -39,28 +39,12 @@ func (c *Cluster) CreateTopicWithConfigs(topic string, partitions int32, rf int1
 	if err != nil {
 		c.t.Fatalf("cluster: create topic %s (%d partitions, RF %d, configs %v): %v", topic, partitions, rf, configs, err)
 	}
-	assignment := c.WaitTopicOnline(topic, 30*time.Second)
+	assignment := c.ZK.WaitTopicOnline(topic, 30*time.Second)
 	if int32(len(assignment)) != partitions {
 		c.t.Fatalf("cluster: topic %s has %d partitions in ZooKeeper, want %d", topic, len(assignment), partitions)
 	}
 	c.WaitMetadataLeaders(topic, partitions, 30*time.Second)
 	return assignment
-}
-
-// WaitPartitionState polls topic-p's state znode until cond accepts it and returns that state;
-// the test fails with cond's last message after timeout.
-func (c *Cluster) WaitPartitionState(topic string, p int32, timeout time.Duration, cond func(PartitionState) (bool, string)) PartitionState {
-	c.t.Helper()
-	var st PartitionState
-	WaitFor(c.t, timeout, func() (bool, string) {
-		var err error
-		if st, err = c.PartitionState(topic, p); err != nil {
-			return false, err.Error()
-		}
-		ok, msg := cond(st)
-		return ok, fmt.Sprintf("%s-%d state %+v: %s", topic, p, st, msg)
-	})
-	return st
 }
 
 // SameMembers reports whether two broker id lists hold the same ids (order ignored).
@@ -72,11 +56,11 @@ func SameMembers(a, b []int32) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// ListOffset sends one ListOffsets request for topic-p straight to broker id and returns the
+// ListOffset sends one ListOffsets request for topic-p straight to the broker and returns the
 // offset. timestamp is -2 (earliest: the log start offset) or -1 (latest); replicaID -1 asks
 // as a consumer (latest = HW), a broker id asks as a replica (latest = LEO). A partition error is
 // returned as the kerr error.
-func (c *Cluster) ListOffset(ctx context.Context, id int32, topic string, p int32, timestamp int64, replicaID int32) (int64, error) {
+func (b *Broker) ListOffset(ctx context.Context, topic string, p int32, timestamp int64, replicaID int32) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = replicaID
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -86,7 +70,7 @@ func (c *Cluster) ListOffset(ctx context.Context, id int32, topic string, p int3
 	rp.Timestamp = timestamp
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := brokerRequest[*kmsg.ListOffsetsResponse](ctx, req, kgo.SeedBrokers(c.Addr(id)))
+	resp, err := brokerRequest[*kmsg.ListOffsetsResponse](ctx, req, kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		return -1, err
 	}
@@ -101,30 +85,25 @@ func (c *Cluster) ListOffset(ctx context.Context, id int32, topic string, p int3
 			return rp.Offset, nil
 		}
 	}
-	return -1, fmt.Errorf("broker %d: ListOffsets answer lacks %s-%d", id, topic, p)
+	return -1, fmt.Errorf("broker %d: ListOffsets answer lacks %s-%d", b.ID, topic, p)
 }
 
-// MetricSum fetches broker id's metrics and sums every sample of name; an absent metric is an
+// MetricSum fetches the broker's metrics and sums every sample of name; an absent metric is an
 // error.
-func (c *Cluster) MetricSum(id int32, name string) (float64, error) {
-	text, err := c.Metrics(id)
+func (b *Broker) MetricSum(name string) (float64, error) {
+	text, err := b.Metrics()
 	if err != nil {
 		return 0, err
 	}
 	vs := MetricSamples(text, name)
 	if len(vs) == 0 {
-		return 0, fmt.Errorf("broker %d exposes no %s", id, name)
+		return 0, fmt.Errorf("broker %d exposes no %s", b.ID, name)
 	}
 	sum := 0.0
 	for _, v := range vs {
 		sum += v
 	}
 	return sum, nil
-}
-
-// PartitionDir is the directory of topic-p in broker id's log dir (`<topic>-<p>`).
-func (c *Cluster) PartitionDir(id int32, topic string, p int32) string {
-	return filepath.Join(c.LogDir(id), topic+"-"+Itoa32(p))
 }
 
 // SegmentBaseOffsets lists the base offsets of the .log segments in a partition directory, in
@@ -360,7 +339,7 @@ func (c *Cluster) AgreedLogStarts(topic string, p int32, ids []int32) (starts ma
 func (c *Cluster) LogStartOffsets(ctx context.Context, topic string, p int32, ids []int32) (map[int32]int64, error) {
 	out := make(map[int32]int64, len(ids))
 	for _, id := range ids {
-		off, err := c.ListOffset(ctx, id, topic, p, -2, -2)
+		off, err := c.Broker(id).ListOffset(ctx, topic, p, -2, -2)
 		if err != nil {
 			return nil, fmt.Errorf("broker %d log start offset of %s-%d: %w", id, topic, p, err)
 		}
@@ -370,14 +349,14 @@ func (c *Cluster) LogStartOffsets(ctx context.Context, topic string, p int32, id
 }
 
 // ProduceOnce sends one ProduceRequest (acks, timeout) with a single uncompressed, non-idempotent
-// v2 batch of values to topic-p straight to broker id, without retries, and returns the base
+// v2 batch of values to topic-p straight to the broker, without retries, and returns the base
 // offset or the partition's protocol error (a kerr error).
-func (c *Cluster) ProduceOnce(ctx context.Context, id int32, topic string, p int32, acks int16, timeout time.Duration, values ...[]byte) (int64, error) {
+func (b *Broker) ProduceOnce(ctx context.Context, topic string, p int32, acks int16, timeout time.Duration, values ...[]byte) (int64, error) {
 	raw := EncodeBatch(0, -1, time.Now().UnixMilli(), values...)
 
 	// kgo writes its own acks setting into every produce request it sends, so the client is
 	// configured with the acks asked for.
-	opts := []kgo.Opt{kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0)}
+	opts := []kgo.Opt{kgo.SeedBrokers(b.Addr), kgo.RequestRetries(0)}
 	switch acks {
 	case -1:
 	case 1:
@@ -410,7 +389,7 @@ func (c *Cluster) ProduceOnce(ctx context.Context, id int32, topic string, p int
 			return rp.BaseOffset, nil
 		}
 	}
-	return -1, fmt.Errorf("broker %d: Produce answer lacks %s-%d", id, topic, p)
+	return -1, fmt.Errorf("broker %d: Produce answer lacks %s-%d", b.ID, topic, p)
 }
 
 // EncodeBatch builds one uncompressed, non-idempotent v2 record batch of values from kmsg's

@@ -7,20 +7,50 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/zkcoord/zktest"
 )
 
-// ZKConn returns the harness's own ZooKeeper client (closed at cleanup).
-func (c *Cluster) ZKConn() *zk.Conn { return c.zkc }
+// ZooKeeper is the cluster's ZooKeeper: the zktest server process (Addr, Pause, Resume, Restart)
+// and the harness's own client of it, which reads Kafka's znodes and decodes their JSON itself
+// (docs/kafka-facts.md §1), so checks do not trust the code under test.
+type ZooKeeper struct {
+	*zktest.Server
 
-// ZNode reads one znode's raw data.
-func (c *Cluster) ZNode(path string) ([]byte, *zk.Stat, error) { return c.zkc.Get(path) }
+	t    testing.TB
+	conn *zk.Conn
+}
+
+// Conn returns the harness's own ZooKeeper client (closed at cleanup).
+func (z *ZooKeeper) Conn() *zk.Conn { return z.conn }
+
+// Get reads one znode's raw data.
+func (z *ZooKeeper) Get(path string) ([]byte, *zk.Stat, error) { return z.conn.Get(path) }
+
+// Exists reports whether path exists in the cluster's ZooKeeper.
+func (z *ZooKeeper) Exists(path string) bool {
+	ok, _, err := z.conn.Exists(path)
+	return err == nil && ok
+}
+
+// ReassignmentRunning reports whether /admin/reassign_partitions exists.
+func (z *ZooKeeper) ReassignmentRunning() (bool, error) {
+	ok, _, err := z.conn.Exists(ReassignmentPath)
+	return ok, err
+}
+
+func (z *ZooKeeper) close() {
+	if z.conn != nil {
+		z.conn.Close()
+	}
+}
 
 // RegisteredBrokers returns the ids under /brokers/ids, sorted.
-func (c *Cluster) RegisteredBrokers() ([]int32, error) {
-	children, _, err := c.zkc.Children("/brokers/ids")
+func (z *ZooKeeper) RegisteredBrokers() ([]int32, error) {
+	children, _, err := z.conn.Children("/brokers/ids")
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -39,60 +69,9 @@ func (c *Cluster) RegisteredBrokers() ([]int32, error) {
 	return ids, nil
 }
 
-// WaitRegistered waits until every given broker (all brokers when none given) has its
-// /brokers/ids/<id> znode. A broker process that exits meanwhile fails the test at once.
-func (c *Cluster) WaitRegistered(ids ...int32) {
-	c.t.Helper()
-	if len(ids) == 0 {
-		ids = c.ids
-	}
-	WaitFor(c.t, StartTimeout, func() (bool, string) {
-		for _, id := range ids {
-			if !c.Running(id) {
-				code, _ := c.WaitExit(id, 0)
-				c.t.Fatalf("cluster: broker %d exited (code %d) before registering; output:\n%s", id, code, c.Tail(id, 40))
-			}
-		}
-		got, err := c.RegisteredBrokers()
-		if err != nil {
-			return false, err.Error()
-		}
-		have := map[int32]bool{}
-		for _, id := range got {
-			have[id] = true
-		}
-		for _, id := range ids {
-			if !have[id] {
-				return false, fmt.Sprintf("broker %d not registered; /brokers/ids = %v", id, got)
-			}
-		}
-		return true, ""
-	})
-}
-
-// WaitUnregistered waits until none of the given brokers has a /brokers/ids znode (a killed
-// broker's ephemeral znode goes away once its session expires).
-func (c *Cluster) WaitUnregistered(timeout time.Duration, ids ...int32) {
-	c.t.Helper()
-	WaitFor(c.t, timeout, func() (bool, string) {
-		got, err := c.RegisteredBrokers()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, g := range got {
-			for _, id := range ids {
-				if g == id {
-					return false, fmt.Sprintf("broker %d still registered; /brokers/ids = %v", id, got)
-				}
-			}
-		}
-		return true, ""
-	})
-}
-
 // ControllerID returns the brokerid in /controller, or -1 when there is no controller.
-func (c *Cluster) ControllerID() (int32, error) {
-	data, _, err := c.zkc.Get("/controller")
+func (z *ZooKeeper) ControllerID() (int32, error) {
+	data, _, err := z.conn.Get("/controller")
 	if errors.Is(err, zk.ErrNoNode) {
 		return -1, nil
 	}
@@ -109,8 +88,8 @@ func (c *Cluster) ControllerID() (int32, error) {
 }
 
 // ControllerEpoch returns the integer in /controller_epoch (0 before the first election).
-func (c *Cluster) ControllerEpoch() (int32, error) {
-	data, _, err := c.zkc.Get("/controller_epoch")
+func (z *ZooKeeper) ControllerEpoch() (int32, error) {
+	data, _, err := z.conn.Get("/controller_epoch")
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, nil
 	}
@@ -125,17 +104,17 @@ func (c *Cluster) ControllerEpoch() (int32, error) {
 }
 
 // WaitController waits until some broker holds /controller and returns its id and the epoch.
-func (c *Cluster) WaitController(timeout time.Duration) (id, epoch int32) {
-	c.t.Helper()
-	WaitFor(c.t, timeout, func() (bool, string) {
+func (z *ZooKeeper) WaitController(timeout time.Duration) (id, epoch int32) {
+	z.t.Helper()
+	WaitFor(z.t, timeout, func() (bool, string) {
 		var err error
-		if id, err = c.ControllerID(); err != nil {
+		if id, err = z.ControllerID(); err != nil {
 			return false, err.Error()
 		}
 		if id < 0 {
 			return false, "no /controller"
 		}
-		if epoch, err = c.ControllerEpoch(); err != nil {
+		if epoch, err = z.ControllerEpoch(); err != nil {
 			return false, err.Error()
 		}
 		return true, ""
@@ -162,8 +141,8 @@ func PartitionStatePath(topic string, p int32) string {
 }
 
 // PartitionState reads one partition's state znode.
-func (c *Cluster) PartitionState(topic string, p int32) (PartitionState, error) {
-	data, stat, err := c.zkc.Get(PartitionStatePath(topic, p))
+func (z *ZooKeeper) PartitionState(topic string, p int32) (PartitionState, error) {
+	data, stat, err := z.conn.Get(PartitionStatePath(topic, p))
 	if err != nil {
 		return PartitionState{}, fmt.Errorf("%s: %w", PartitionStatePath(topic, p), err)
 	}
@@ -176,9 +155,25 @@ func (c *Cluster) PartitionState(topic string, p int32) (PartitionState, error) 
 	return st, nil
 }
 
+// WaitPartitionState polls topic-p's state znode until cond accepts it and returns that state;
+// the test fails with cond's last message after timeout.
+func (z *ZooKeeper) WaitPartitionState(topic string, p int32, timeout time.Duration, cond func(PartitionState) (bool, string)) PartitionState {
+	z.t.Helper()
+	var st PartitionState
+	WaitFor(z.t, timeout, func() (bool, string) {
+		var err error
+		if st, err = z.PartitionState(topic, p); err != nil {
+			return false, err.Error()
+		}
+		ok, msg := cond(st)
+		return ok, fmt.Sprintf("%s-%d state %+v: %s", topic, p, st, msg)
+	})
+	return st
+}
+
 // TopicAssignment reads /brokers/topics/<t>: partition → replicas.
-func (c *Cluster) TopicAssignment(topic string) (map[int32][]int32, error) {
-	data, _, err := c.zkc.Get("/brokers/topics/" + topic)
+func (z *ZooKeeper) TopicAssignment(topic string) (map[int32][]int32, error) {
+	data, _, err := z.conn.Get("/brokers/topics/" + topic)
 	if err != nil {
 		return nil, fmt.Errorf("/brokers/topics/%s: %w", topic, err)
 	}
@@ -201,20 +196,20 @@ func (c *Cluster) TopicAssignment(topic string) (map[int32][]int32, error) {
 
 // WaitTopicOnline waits until /brokers/topics/<t> exists and every partition's state znode names
 // a leader that is a live registered broker; it returns the assignment.
-func (c *Cluster) WaitTopicOnline(topic string, timeout time.Duration) map[int32][]int32 {
-	c.t.Helper()
+func (z *ZooKeeper) WaitTopicOnline(topic string, timeout time.Duration) map[int32][]int32 {
+	z.t.Helper()
 	var assignment map[int32][]int32
-	WaitFor(c.t, timeout, func() (bool, string) {
+	WaitFor(z.t, timeout, func() (bool, string) {
 		var err error
-		if assignment, err = c.TopicAssignment(topic); err != nil {
+		if assignment, err = z.TopicAssignment(topic); err != nil {
 			return false, err.Error()
 		}
-		live, err := c.RegisteredBrokers()
+		live, err := z.RegisteredBrokers()
 		if err != nil {
 			return false, err.Error()
 		}
 		for p := range assignment {
-			st, err := c.PartitionState(topic, p)
+			st, err := z.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}

@@ -204,7 +204,7 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 		var starts map[int32]int64
 		var hw int64
 		ok, msg := cluster.Poll(timeout, func() (bool, string) {
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -217,11 +217,11 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			leo, err := c.ListOffset(ctx, st.Leader, topic, p, -1, asReplica)
+			leo, err := c.Broker(st.Leader).ListOffset(ctx, topic, p, -1, asReplica)
 			if err != nil {
 				return false, fmt.Sprintf("leader %d LEO: %v", st.Leader, err)
 			}
-			h, err := c.ListOffset(ctx, st.Leader, topic, p, -1, -1)
+			h, err := c.Broker(st.Leader).ListOffset(ctx, topic, p, -1, -1)
 			if err != nil {
 				return false, fmt.Sprintf("leader %d HW: %v", st.Leader, err)
 			}
@@ -230,7 +230,7 @@ func checkReplicas(t *testing.T, c *cluster.Cluster, topic string, assignment ma
 			}
 			logs = map[int32][]cluster.SegmentBatch{}
 			for _, id := range replicas {
-				bs, err := cluster.ReadPartitionBatches(c.PartitionDir(id, topic, p))
+				bs, err := cluster.ReadPartitionBatches(c.Broker(id).PartitionDir(topic, p))
 				if err != nil {
 					return false, fmt.Sprintf("broker %d: %v", id, err)
 				}

@@ -58,7 +58,7 @@ func TestFault16_PowerLoss(t *testing.T) {
 		s.fault(ids[0], fmt.Sprintf("power loss %d/%d: SIGKILL brokers %v", round, powerLossRounds, ids))
 		killedAt := time.Now()
 		for _, id := range ids {
-			s.c.Kill(id)
+			s.c.Broker(id).Kill()
 		}
 		// safe[p]: the lowest offset at which any replica's cut left its log.
 		safe := map[int32]int64{}
@@ -66,13 +66,13 @@ func TestFault16_PowerLoss(t *testing.T) {
 			safe[p] = -1
 		}
 		for _, id := range ids {
-			rps, err := readRecoveryPoints(s.c.LogDir(id))
+			rps, err := readRecoveryPoints(s.c.Broker(id).LogDir)
 			if err != nil {
 				t.Fatalf("broker %d: %v", id, err)
 			}
 			for p := int32(0); p < topicPartitions; p++ {
 				rp := rps[s.topic+"-"+strconv.Itoa(int(p))]
-				kept := powerCut(t, rng, s.c.PartitionDir(id, s.topic, p), rp)
+				kept := powerCut(t, rng, s.c.Broker(id).PartitionDir(s.topic, p), rp)
 				if safe[p] < 0 || kept < safe[p] {
 					safe[p] = kept
 				}
@@ -85,7 +85,7 @@ func TestFault16_PowerLoss(t *testing.T) {
 		// come while every broker is down), also those that reached it after killedAt.
 		acks := s.all.acksBefore(time.Now())
 		for _, id := range ids {
-			s.c.StartBroker(id)
+			s.c.Broker(id).Start()
 		}
 		s.c.WaitRegistered(ids...)
 		s.waitFullISR(waitLong)
@@ -263,19 +263,19 @@ func TestFault19_DiskFull(t *testing.T) {
 	if err := fillUntil(filler, 64<<10); err != nil {
 		t.Fatal(err)
 	}
-	st := s.c.WaitPartitionState(s.topic, 0, sessionTimeout+10*time.Second, func(st cluster.PartitionState) (bool, string) {
+	st := s.c.ZK.WaitPartitionState(s.topic, 0, sessionTimeout+10*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != 1, "want a leader other than broker 1, whose disk is full"
 	})
 	moved := time.Since(s.faultAt)
 	t.Logf("partition 0 led by %d (leader_epoch %d, ISR %v) %v after the fill", st.Leader, st.LeaderEpoch, st.ISR, moved.Round(time.Millisecond))
-	code, exited := s.c.WaitExit(1, waitLong)
-	out := strings.ToLower(s.c.OutputSince(1))
+	code, exited := s.c.Broker(1).WaitExit(waitLong)
+	out := strings.ToLower(s.c.Broker(1).OutputSince())
 	switch {
 	case !exited:
 		t.Errorf("broker 1 (one log dir, now full) still running %v after the fill: a broker with no online log dir shuts down (KIP-112)", waitLong)
-		s.c.Kill(1)
+		s.c.Broker(1).Kill()
 	case !strings.Contains(out, "offline"):
-		t.Errorf("broker 1 exited (code %d) without logging its log dir going offline:\n%s", code, s.c.Tail(1, 30))
+		t.Errorf("broker 1 exited (code %d) without logging its log dir going offline:\n%s", code, s.c.Broker(1).Tail(30))
 	default:
 		t.Logf("broker 1 exited with code %d after its only log dir went offline", code)
 	}
@@ -284,7 +284,7 @@ func TestFault19_DiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s.c.StartBroker(1)
+	s.c.Broker(1).Start()
 	s.c.WaitRegistered(1)
 	s.heal("space freed, broker 1 restarted")
 	s.waitFullISR(waitLong)
@@ -314,10 +314,10 @@ func requireMount(t *testing.T) {
 // log dir becomes a symbolic link to a folder of the tmpfs; it returns the mount point.
 func moveLogDirOntoTmpfs(t *testing.T, c *cluster.Cluster, id int32, size int) string {
 	t.Helper()
-	if code := c.Terminate(id); code != 0 {
+	if code := c.Broker(id).Terminate(); code != 0 {
 		t.Fatalf("broker %d exited with code %d", id, code)
 	}
-	dir := c.LogDir(id)
+	dir := c.Broker(id).LogDir
 	saved := t.TempDir()
 	run := func(name string, args ...string) {
 		t.Helper()
@@ -343,7 +343,7 @@ func moveLogDirOntoTmpfs(t *testing.T, c *cluster.Cluster, id int32, size int) s
 	if err := os.Symlink(filepath.Join(mnt, "logs"), dir); err != nil {
 		t.Fatal(err)
 	}
-	c.StartBroker(id)
+	c.Broker(id).Start()
 	c.WaitRegistered(id)
 	t.Logf("broker %d: log dir %s now on a tmpfs of %d MiB", id, dir, size>>20)
 	return mnt

@@ -36,24 +36,24 @@ func TestFault06_ZombieController(t *testing.T) {
 	s := startScenario(t, "06-zombie-controller", nil)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	zombie, oldEpoch := s.c.WaitController(30 * time.Second)
+	zombie, oldEpoch := s.c.ZK.WaitController(30 * time.Second)
 	epochOffset := netControllerEpochOffset(t, s.c)
 	regBefore := s.registration(zombie)
-	outBefore := len(s.c.Output(zombie))
+	outBefore := len(s.c.Broker(zombie).Output())
 	frozen := sessionTimeout * 3 / 2
 	s.fault(zombie, fmt.Sprintf("SIGSTOP the controller for %v (controller_epoch %d)", frozen, oldEpoch))
-	s.c.Stop(zombie)
-	t.Cleanup(func() { s.c.Cont(zombie) }) // never leave a stopped broker behind a failed check
-	wake := time.NewTimer(frozen)          // the fault's duration, not synchronisation
+	s.c.Broker(zombie).Pause()
+	t.Cleanup(func() { s.c.Broker(zombie).Resume() }) // never leave a stopped broker behind a failed check
+	wake := time.NewTimer(frozen)                     // the fault's duration, not synchronisation
 	defer wake.Stop()
 
 	var newCtrl, newEpoch int32
 	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		id, err := s.c.ControllerID()
+		id, err := s.c.ZK.ControllerID()
 		if err != nil {
 			return false, err.Error()
 		}
-		e, err := s.c.ControllerEpoch()
+		e, err := s.c.ZK.ControllerEpoch()
 		if err != nil {
 			return false, err.Error()
 		}
@@ -68,16 +68,16 @@ func TestFault06_ZombieController(t *testing.T) {
 		t.Errorf("E: controller_epoch went %d -> %d over one failover, want +1", oldEpoch, newEpoch)
 	}
 	<-wake.C
-	s.c.Cont(zombie)
+	s.c.Broker(zombie).Resume()
 	s.heal(fmt.Sprintf("controller %d resumed (SIGCONT)", zombie))
 
 	// The zombie learns its session expired and resigns (onControllerResignation).
 	ok, _ := cluster.Poll(waitLong, func() (bool, string) {
-		out := s.c.Output(zombie)
+		out := s.c.Broker(zombie).Output()
 		return len(out) > outBefore && strings.Contains(out[outBefore:], "resigned as controller"), ""
 	})
 	if !ok {
-		t.Errorf("the zombie controller %d never logged resigning after waking:\n%s", zombie, s.c.Tail(zombie, 40))
+		t.Errorf("the zombie controller %d never logged resigning after waking:\n%s", zombie, s.c.Broker(zombie).Tail(40))
 	}
 	s.extra = append(s.extra, fmt.Sprintf("zombie_resigned=%v", ok))
 	s.waitReregistered(zombie, regBefore)
@@ -105,7 +105,7 @@ func TestFault06_ZombieController(t *testing.T) {
 
 	s.waitFullISR(waitLong)
 	s.all.waitAcks(t, -1, 500, waitLong, "after the zombie controller rejoined")
-	finalCtrl, finalEpoch := s.c.WaitController(30 * time.Second)
+	finalCtrl, finalEpoch := s.c.ZK.WaitController(30 * time.Second)
 	if off := netControllerEpochOffset(t, s.c); off != epochOffset {
 		t.Errorf("E: /controller_epoch value minus its zkVersion went %d -> %d: it was written without a +1 step", epochOffset, off)
 	}
@@ -119,7 +119,7 @@ func TestFault06_ZombieController(t *testing.T) {
 // multi).
 func netControllerEpochOffset(t *testing.T, c *cluster.Cluster) int64 {
 	t.Helper()
-	data, stat, err := c.ZNode("/controller_epoch")
+	data, stat, err := c.ZK.Get("/controller_epoch")
 	if err != nil {
 		t.Fatalf("/controller_epoch: %v", err)
 	}
@@ -133,14 +133,14 @@ func netControllerEpochOffset(t *testing.T, c *cluster.Cluster) int64 {
 // netStaleLeaderAndIsr sends broker id a LeaderAndIsr without partitions from controller ctrl
 // at controller epoch epoch and returns the top-level error code.
 func netStaleLeaderAndIsr(c *cluster.Cluster, id, ctrl, epoch int32) (int16, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(id)), kgo.RequestRetries(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr), kgo.RequestRetries(0))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
 	seeds := cl.SeedBrokers()
 	if len(seeds) == 0 {
-		return 0, fmt.Errorf("no seed broker for %s", c.Addr(id))
+		return 0, fmt.Errorf("no seed broker for %s", c.Broker(id).Addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -166,10 +166,10 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	s := startScenario(t, "07-jepsen-two-phase", nil)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	ctrl, _ := s.c.WaitController(30 * time.Second)
+	ctrl, _ := s.c.ZK.WaitController(30 * time.Second)
 	p := s.partitionNotLedBy(ctrl)
 	leader := s.leader(p)
-	leaderIP, leaderPort := netHostPort(t, s.c.Addr(leader))
+	leaderIP, leaderPort := netHostPort(t, s.c.Broker(leader).Addr)
 	peers := netPeers(s.c, leader)
 	regBefore := s.registration(leader)
 
@@ -178,7 +178,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	for _, peer := range peers {
 		f.Drop(cluster.OwnAddress(peer), leaderIP, leaderPort)
 	}
-	st := s.c.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
+	st := s.c.ZK.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == leader && len(st.ISR) == 1 && st.ISR[0] == leader,
 			fmt.Sprintf("want ISR [%d] led by %d", leader, leader)
 	})
@@ -192,7 +192,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	ok, msg := cluster.Poll(waitLong, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		off, err := s.c.ProduceOnce(ctx, leader, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("jepsen-probe-%d", len(answers))))
+		off, err := s.c.Broker(leader).ProduceOnce(ctx, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("jepsen-probe-%d", len(answers))))
 		if err == nil {
 			t.Errorf("the leader %d acknowledged an acks=all write to partition %d at offset %d with ISR [%d] below min.insync.replicas=%s", leader, p, off, leader, minISR)
 			answers = append(answers, "success")
@@ -214,7 +214,7 @@ func TestFault07_JepsenTwoPhase(t *testing.T) {
 	}
 	f.Drop(leaderIP, zkIP, zkPort)
 	s.c.WaitUnregistered(waitLong, leader)
-	st = s.c.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
+	st = s.c.ZK.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader != leader, fmt.Sprintf("want the isolated %d gone as leader", leader)
 	})
 	t.Logf("phase b: broker %d's session expired; partition %d: leader %d, ISR %v, leader_epoch %d", leader, p, st.Leader, st.ISR, st.LeaderEpoch)
@@ -248,7 +248,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 	s := startScenario(t, "08-follower-partition", nil)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	ctrl, _ := s.c.WaitController(30 * time.Second)
+	ctrl, _ := s.c.ZK.WaitController(30 * time.Second)
 	leader0 := s.leader(0)
 	victim := int32(-1)
 	for _, r := range s.assignment[0] {
@@ -282,7 +282,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 
 	ok, msg := cluster.Poll(waitLong, func() (bool, string) {
 		for _, p := range follows {
-			st, err := s.c.PartitionState(s.topic, p)
+			st, err := s.c.ZK.PartitionState(s.topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -305,7 +305,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 		s.all.waitAcks(t, p, 200, waitLong, "on a partition the isolated follower follows")
 	}
 	for _, p := range leads {
-		st, err := s.c.PartitionState(s.topic, p)
+		st, err := s.c.ZK.PartitionState(s.topic, p)
 		if err == nil {
 			t.Logf("partition %d led by the isolated %d: ISR %v", p, victim, st.ISR)
 		}
@@ -316,7 +316,7 @@ func TestFault08_FollowerPartition(t *testing.T) {
 	s.heal(fmt.Sprintf("follower %d reconnected", victim))
 	ok, msg = cluster.Poll(2*time.Minute, func() (bool, string) {
 		for p, replicas := range s.assignment {
-			st, err := s.c.PartitionState(s.topic, p)
+			st, err := s.c.ZK.PartitionState(s.topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -350,7 +350,7 @@ func TestFault09_BrokerZooKeeperCut(t *testing.T) {
 	s := startScenario(t, "09-broker-zk-cut", nil)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	ctrl, _ := s.c.WaitController(30 * time.Second)
+	ctrl, _ := s.c.ZK.WaitController(30 * time.Second)
 	p := s.partitionNotLedBy(ctrl)
 	victim := s.leader(p)
 	regBefore := s.registration(victim)
@@ -358,12 +358,12 @@ func TestFault09_BrokerZooKeeperCut(t *testing.T) {
 	s.fault(victim, fmt.Sprintf("drop leader %d (partition %d) -> ZooKeeper %s; controller %d", victim, p, s.c.ZK.Addr, ctrl))
 	f.Drop(cluster.OwnAddress(victim), zkIP, zkPort)
 
-	st := s.c.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
+	st := s.c.ZK.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != victim, fmt.Sprintf("want a leader other than %d, cut from ZooKeeper", victim)
 	})
 	t.Logf("partition %d: broker %d leads with leader_epoch %d, ISR %v, %v after the cut",
 		p, st.Leader, st.LeaderEpoch, st.ISR, time.Since(s.faultAt).Round(time.Millisecond))
-	if _, _, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim)); err == nil {
+	if _, _, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(victim)); err == nil {
 		t.Logf("broker %d still registered when its leadership moved", victim)
 	}
 	s.all.waitAcks(t, p, 300, waitLong, "on the partition after its leadership moved")
@@ -375,7 +375,7 @@ func TestFault09_BrokerZooKeeperCut(t *testing.T) {
 	var answers []string
 	for i := 0; i < 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		off, err := s.c.ProduceOnce(ctx, victim, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("zk-cut-probe-%d", i)))
+		off, err := s.c.Broker(victim).ProduceOnce(ctx, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("zk-cut-probe-%d", i)))
 		cancel()
 		if err == nil {
 			t.Errorf("broker %d, cut from ZooKeeper and no longer leader, acknowledged an acks=all write to partition %d at offset %d", victim, p, off)
@@ -406,13 +406,13 @@ func TestFault10_ZooKeeperDown(t *testing.T) {
 	ids := s.c.IDs()
 	czxid := map[int32]int64{}
 	for _, id := range ids {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+		_, reg, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(id))
 		if err != nil {
 			t.Fatal(err)
 		}
 		czxid[id] = reg.Czxid
 	}
-	ctrl, epoch := s.c.WaitController(30 * time.Second)
+	ctrl, epoch := s.c.ZK.WaitController(30 * time.Second)
 	const frozen = 30 * time.Second
 	s.fault(-1, fmt.Sprintf("SIGSTOP ZooKeeper for %v (controller %d, epoch %d)", frozen, ctrl, epoch))
 	t.Cleanup(s.c.ZK.Resume) // never leave ZooKeeper stopped behind a failed check
@@ -437,7 +437,7 @@ func TestFault10_ZooKeeperDown(t *testing.T) {
 	s.c.WaitRegistered()
 	resumed, reregistered := 0, 0
 	for _, id := range ids {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+		_, reg, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +447,7 @@ func TestFault10_ZooKeeperDown(t *testing.T) {
 			reregistered++
 		}
 	}
-	newCtrl, newEpoch := s.c.WaitController(waitLong)
+	newCtrl, newEpoch := s.c.ZK.WaitController(waitLong)
 	t.Logf("after the freeze: %d sessions resumed, %d brokers re-registered; controller %d epoch %d (was %d epoch %d)",
 		resumed, reregistered, newCtrl, newEpoch, ctrl, epoch)
 	s.extra = append(s.extra, fmt.Sprintf("sessions_resumed=%d reregistered=%d controller_epoch=%d->%d", resumed, reregistered, epoch, newEpoch))
@@ -477,7 +477,7 @@ func TestFault13_RandomMix(t *testing.T) {
 	zkIP, zkPort := netHostPort(t, s.c.ZK.Addr)
 	t.Cleanup(func() { // never leave a broker stopped or dead behind a failed check
 		for _, id := range ids {
-			s.c.Cont(id)
+			s.c.Broker(id).Resume()
 		}
 	})
 
@@ -497,9 +497,9 @@ func TestFault13_RandomMix(t *testing.T) {
 		done = append(done, fmt.Sprintf("%s:%d", kind, victim))
 		switch kind {
 		case "kill":
-			s.c.Kill(victim)
+			s.c.Broker(victim).Kill()
 		case "pause":
-			s.c.Stop(victim)
+			s.c.Broker(victim).Pause()
 		case "partition":
 			for _, peer := range netPeers(s.c, victim) {
 				f.Cut(cluster.OwnAddress(victim), cluster.OwnAddress(peer))
@@ -511,9 +511,9 @@ func TestFault13_RandomMix(t *testing.T) {
 		<-holdTimer.C
 		switch kind {
 		case "kill":
-			s.c.StartBroker(victim)
+			s.c.Broker(victim).Start()
 		case "pause":
-			s.c.Cont(victim)
+			s.c.Broker(victim).Resume()
 		default:
 			f.Heal()
 		}

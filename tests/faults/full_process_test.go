@@ -39,9 +39,9 @@ func TestFault02_HardBounce(t *testing.T) {
 	for i := 1; i <= processBounces; i++ {
 		victim := s.leader(0)
 		s.fault(victim, fmt.Sprintf("hard bounce %d/%d: SIGKILL the leader of partition 0", i, processBounces))
-		s.c.Kill(victim)
+		s.c.Broker(victim).Kill()
 		killedAt := time.Now()
-		st := s.c.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
+		st := s.c.ZK.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
 			return st.Leader >= 0 && st.Leader != victim, fmt.Sprintf("want a leader other than the killed %d", victim)
 		})
 		worstLeader = max(worstLeader, time.Since(killedAt))
@@ -50,7 +50,7 @@ func TestFault02_HardBounce(t *testing.T) {
 		t.Logf("bounce %d: broker %d's znode gone %v after SIGKILL; partition 0 led by %d (leader_epoch %d, ISR %v)",
 			i, victim, gone.Round(time.Millisecond), st.Leader, st.LeaderEpoch, st.ISR)
 
-		s.c.StartBroker(victim)
+		s.c.Broker(victim).Start()
 		s.c.WaitRegistered(victim)
 		s.waitFullISR(waitLong)
 		processWaitProgress(s, 0, 200, fmt.Sprintf("on partition 0 after hard bounce %d", i))
@@ -74,14 +74,14 @@ func TestFault03_CleanBounce(t *testing.T) {
 		victim := s.leader(0)
 		s.fault(victim, fmt.Sprintf("clean bounce %d/%d: SIGTERM (controlled shutdown) the leader of partition 0", i, processBounces))
 		start := time.Now()
-		code := s.c.Terminate(victim)
+		code := s.c.Broker(victim).Terminate()
 		stopped := time.Since(start)
 		if code != 0 {
-			t.Errorf("bounce %d: broker %d exited with code %d after SIGTERM, want 0:\n%s", i, victim, code, s.c.Tail(victim, 30))
+			t.Errorf("bounce %d: broker %d exited with code %d after SIGTERM, want 0:\n%s", i, victim, code, s.c.Broker(victim).Tail(30))
 		}
 		// K7: a controlled shutdown hands every leadership over before the process exits.
 		for p := int32(0); p < topicPartitions; p++ {
-			st, err := s.c.PartitionState(s.topic, p)
+			st, err := s.c.ZK.PartitionState(s.topic, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestFault03_CleanBounce(t *testing.T) {
 		t.Logf("bounce %d: broker %d stopped %v after SIGTERM (exit code %d); partition 0 now led by %d",
 			i, victim, stopped.Round(time.Millisecond), code, s.leader(0))
 
-		s.c.StartBroker(victim)
+		s.c.Broker(victim).Start()
 		s.c.WaitRegistered(victim)
 		s.waitFullISR(waitLong)
 		processWaitProgress(s, -1, 1000, fmt.Sprintf("after clean bounce %d", i))
@@ -130,23 +130,23 @@ func TestFault04_ControllerKill(t *testing.T) {
 	processKeepOutputs(s)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the first controller kill")
 
-	_, firstEpoch := s.c.WaitController(30 * time.Second)
+	_, firstEpoch := s.c.ZK.WaitController(30 * time.Second)
 	var worstElection time.Duration
 	for i := 1; i <= processBounces; i++ {
-		ctrl, epoch := s.c.WaitController(30 * time.Second)
+		ctrl, epoch := s.c.ZK.WaitController(30 * time.Second)
 		s.fault(ctrl, fmt.Sprintf("controller kill %d/%d: SIGKILL the controller (controller_epoch %d)", i, processBounces, epoch))
-		s.c.Kill(ctrl)
+		s.c.Broker(ctrl).Kill()
 		killedAt := time.Now()
 		var newCtrl, newEpoch int32
 		cluster.WaitFor(t, waitLong, func() (bool, string) {
-			id, err := s.c.ControllerID()
+			id, err := s.c.ZK.ControllerID()
 			if err != nil {
 				return false, err.Error()
 			}
 			if id < 0 || id == ctrl {
 				return false, fmt.Sprintf("/controller names %d; want a broker other than the killed %d", id, ctrl)
 			}
-			e, err := s.c.ControllerEpoch()
+			e, err := s.c.ZK.ControllerEpoch()
 			if err != nil {
 				return false, err.Error()
 			}
@@ -161,16 +161,16 @@ func TestFault04_ControllerKill(t *testing.T) {
 			t.Errorf("E: failover %d (%d -> %d) moved controller_epoch %d -> %d, want exactly +1", i, ctrl, newCtrl, epoch, newEpoch)
 		}
 
-		s.c.StartBroker(ctrl)
+		s.c.Broker(ctrl).Start()
 		s.c.WaitRegistered(ctrl)
 		s.waitFullISR(waitLong)
 		processWaitProgress(s, -1, 300, fmt.Sprintf("after controller kill %d", i))
-		if id, e := s.c.WaitController(30 * time.Second); id != newCtrl || e != newEpoch {
+		if id, e := s.c.ZK.WaitController(30 * time.Second); id != newCtrl || e != newEpoch {
 			t.Errorf("E: after broker %d restarted the controller is %d (controller_epoch %d), want %d (%d) unchanged", ctrl, id, e, newCtrl, newEpoch)
 		}
 	}
 	s.heal(fmt.Sprintf("%d controller kills done", processBounces))
-	_, lastEpoch := s.c.WaitController(30 * time.Second)
+	_, lastEpoch := s.c.ZK.WaitController(30 * time.Second)
 	if lastEpoch != firstEpoch+processBounces {
 		t.Errorf("E: controller_epoch went %d -> %d over %d failovers, want +%d", firstEpoch, lastEpoch, processBounces, processBounces)
 	}
@@ -202,20 +202,20 @@ func TestFault11_DoubleFailover(t *testing.T) {
 	for i := 1; i <= processDoubleFailovers; i++ {
 		a := s.leader(0)
 		s.fault(a, fmt.Sprintf("double failover %d/%d: SIGKILL the leader of partition 0", i, processDoubleFailovers))
-		s.c.Kill(a)
-		st := s.c.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
+		s.c.Broker(a).Kill()
+		st := s.c.ZK.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
 			return st.Leader >= 0 && st.Leader != a, fmt.Sprintf("want a leader other than the killed %d", a)
 		})
 		b := st.Leader
 		t.Logf("round %d: partition 0 led by %d (leader_epoch %d, ISR %v) after killing %d; killing it too", i, b, st.LeaderEpoch, st.ISR, a)
-		s.c.Kill(b)
+		s.c.Broker(b).Kill()
 		down := time.NewTimer(2 * time.Second) // the fault's duration, not synchronisation
 		<-down.C
-		if st, err := s.c.PartitionState(s.topic, 0); err == nil {
+		if st, err := s.c.ZK.PartitionState(s.topic, 0); err == nil {
 			t.Logf("round %d: 2 s after killing %d partition 0 is %+v; restarting %d and %d", i, b, st, a, b)
 		}
-		s.c.StartBroker(a)
-		s.c.StartBroker(b)
+		s.c.Broker(a).Start()
+		s.c.Broker(b).Start()
 		s.c.WaitRegistered(a, b)
 		s.waitFullISR(waitLong)
 		processWaitProgress(s, 0, 200, fmt.Sprintf("on partition 0 after double failover %d", i))
@@ -232,7 +232,7 @@ func processWaitUnregistered(s *scenario, id int32, killedAt time.Time) time.Dur
 	s.t.Helper()
 	limit := sessionTimeout + 5*time.Second
 	gone := func() (bool, string) {
-		ids, err := s.c.RegisteredBrokers()
+		ids, err := s.c.ZK.RegisteredBrokers()
 		if err != nil {
 			return false, err.Error()
 		}
@@ -311,7 +311,7 @@ func processKeepOutputs(s *scenario) {
 		dir := ackLogDir(s.t)
 		for _, id := range s.c.IDs() {
 			dst := filepath.Join(dir, fmt.Sprintf("%s-broker-%d.log", s.name, id))
-			if err := os.WriteFile(dst, []byte(s.c.Output(id)), 0o644); err != nil {
+			if err := os.WriteFile(dst, []byte(s.c.Broker(id).Output()), 0o644); err != nil {
 				s.t.Logf("keeping broker %d's output: %v", id, err)
 				continue
 			}
@@ -347,12 +347,12 @@ func processWaitProgress(s *scenario, part int32, n int, why string) {
 		if part >= 0 && p != part {
 			continue
 		}
-		st, err := s.c.PartitionState(s.topic, p)
+		st, err := s.c.ZK.PartitionState(s.topic, p)
 		s.t.Logf("stuck: ZooKeeper state of %s-%d: %+v (err %v)", s.topic, p, st, err)
 	}
 	for _, id := range s.c.IDs() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		mp, err := cluster.MetadataPartitions(ctx, s.c.Addr(id), s.topic)
+		mp, err := cluster.MetadataPartitions(ctx, s.c.Broker(id).Addr, s.topic)
 		cancel()
 		s.t.Logf("stuck: broker %d answers Metadata %+v (err %v)", id, mp, err)
 	}

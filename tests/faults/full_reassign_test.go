@@ -80,11 +80,11 @@ func TestFault18_ReassignUnderFaults(t *testing.T) {
 		if len(listed) > 0 {
 			return false, fmt.Sprintf("still listed: %v", listed)
 		}
-		assign, err := s.c.TopicAssignment(s.topic)
+		assign, err := s.c.ZK.TopicAssignment(s.topic)
 		if err != nil {
 			return false, err.Error()
 		}
-		st, err := s.c.PartitionState(s.topic, 0)
+		st, err := s.c.ZK.PartitionState(s.topic, 0)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -99,7 +99,7 @@ func TestFault18_ReassignUnderFaults(t *testing.T) {
 		now := time.Now()
 		for id, back := range down {
 			if now.After(back) {
-				s.c.StartBroker(id)
+				s.c.Broker(id).Start()
 				delete(down, id)
 			}
 		}
@@ -124,14 +124,14 @@ func TestFault18_ReassignUnderFaults(t *testing.T) {
 				faults++
 				if rng.Intn(2) == 0 {
 					s.fault(victim, fmt.Sprintf("fault %d: SIGKILL broker %d for %v", faults, victim, reassignKilledFor))
-					s.c.Kill(victim)
+					s.c.Broker(victim).Kill()
 					down[victim] = time.Now().Add(reassignKilledFor)
 				} else {
 					s.fault(victim, fmt.Sprintf("fault %d: bounce broker %d (SIGTERM, restart)", faults, victim))
-					if code := s.c.Terminate(victim); code != 0 {
+					if code := s.c.Broker(victim).Terminate(); code != 0 {
 						t.Errorf("broker %d exited with code %d after SIGTERM", victim, code)
 					}
-					s.c.StartBroker(victim)
+					s.c.Broker(victim).Start()
 				}
 			}
 			nextFault = now.Add(reassignFaultEvery)
@@ -141,7 +141,7 @@ func TestFault18_ReassignUnderFaults(t *testing.T) {
 	ids := s.c.IDs()
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	s.c.WaitRegistered(ids...)
-	assign, err := s.c.TopicAssignment(s.topic)
+	assign, err := s.c.ZK.TopicAssignment(s.topic)
 	if err != nil {
 		t.Fatal(err)
 	}

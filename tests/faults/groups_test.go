@@ -113,7 +113,7 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 	defer func() { wcancel(); <-watched }()
 	m1 := startGroupMember(t, s.c, j, "m1", group, s.topic)
 	m2 := startGroupMember(t, s.c, j, "m2", group, s.topic)
-	s.c.WaitGroupStable(group, s.topic, topicPartitions, 2, waitLong)
+	s.c.Groups.WaitStable(group, s.topic, topicPartitions, 2, waitLong)
 	started := time.Now()
 	cluster.WaitFor(t, time.Minute, func() (bool, string) {
 		n, _ := j.MemberCommitsSince(started)
@@ -123,22 +123,22 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	coord, err := s.c.GroupCoordinator(ctx, group)
+	coord, err := s.c.Groups.Coordinator(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pp := cluster.OffsetsPartitionFor(group, 6)
-	if st, err := s.c.PartitionState(cluster.OffsetsTopic, pp); err != nil || st.Leader != coord {
+	if st, err := s.c.ZK.PartitionState(cluster.OffsetsTopic, pp); err != nil || st.Leader != coord {
 		t.Errorf("G: FindCoordinator names broker %d, %s-%d is led by %d (%v)", coord, cluster.OffsetsTopic, pp, st.Leader, err)
 	}
 	s.fault(coord, fmt.Sprintf("SIGKILL the coordinator of group %s (leader of %s-%d)", group, cluster.OffsetsTopic, pp))
-	s.c.Kill(coord)
-	st := s.c.WaitPartitionState(cluster.OffsetsTopic, pp, waitLong, func(st cluster.PartitionState) (bool, string) {
+	s.c.Broker(coord).Kill()
+	st := s.c.ZK.WaitPartitionState(cluster.OffsetsTopic, pp, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != coord, fmt.Sprintf("%s-%d led by %d, want a broker other than %d", cluster.OffsetsTopic, pp, st.Leader, coord)
 	})
 	moved := time.Since(s.faultAt)
 	cluster.WaitFor(t, waitLong, func() (bool, string) {
-		id, err := s.c.GroupCoordinator(ctx, group)
+		id, err := s.c.Groups.Coordinator(ctx, group)
 		return err == nil && id == st.Leader, fmt.Sprintf("FindCoordinator: %d (%v), want the new leader %d", id, err, st.Leader)
 	})
 	var firstCommit time.Time
@@ -154,7 +154,7 @@ func TestFault15_GroupCoordinatorFailover(t *testing.T) {
 		t.Errorf("G: commits resumed %v after the kill, want within the session timeout + 10 s = %v", resumed, limit)
 	}
 
-	s.c.StartBroker(coord)
+	s.c.Broker(coord).Start()
 	s.c.WaitRegistered(coord)
 	s.heal(fmt.Sprintf("broker %d restarted", coord))
 	s.waitFullISR(waitLong)
@@ -184,13 +184,13 @@ func checkGroup(s *scenario, j *cluster.GroupJournal, group string, members ...*
 	if gaps := log.Gaps(); gaps != "" {
 		t.Errorf("final read: %s", gaps)
 	}
-	s.c.WaitCommitted(group, s.topic, log.Ends(topicPartitions), waitLong)
+	s.c.Groups.WaitCommitted(group, s.topic, log.Ends(topicPartitions), waitLong)
 	for _, m := range members {
 		m.stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	final, err := s.c.CommittedOffsets(ctx, group, s.topic)
+	final, err := s.c.Groups.CommittedOffsets(ctx, group, s.topic)
 	if err != nil {
 		t.Fatalf("G: final OffsetFetch: %v", err)
 	}
@@ -223,7 +223,7 @@ func TestFault17_RollingRestart(t *testing.T) {
 	defer func() { wcancel(); <-watched }()
 	m1 := startGroupMember(t, s.c, j, "m1", group, s.topic, kgo.InstanceID("faults-17-m1"))
 	m2 := startGroupMember(t, s.c, j, "m2", group, s.topic, kgo.InstanceID("faults-17-m2"))
-	s.c.WaitGroupStable(group, s.topic, topicPartitions, 2, waitLong)
+	s.c.Groups.WaitStable(group, s.topic, topicPartitions, 2, waitLong)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the first restart")
 	type memberGen struct {
 		id  string
@@ -249,10 +249,10 @@ func TestFault17_RollingRestart(t *testing.T) {
 		for _, id := range s.c.IDs() {
 			bounces++
 			s.fault(id, fmt.Sprintf("rolling restart %d/%d: SIGTERM broker %d", round, rollingRestarts, id))
-			if code := s.c.Terminate(id); code != 0 {
-				t.Errorf("broker %d exited with code %d after SIGTERM:\n%s", id, code, s.c.Tail(id, 30))
+			if code := s.c.Broker(id).Terminate(); code != 0 {
+				t.Errorf("broker %d exited with code %d after SIGTERM:\n%s", id, code, s.c.Broker(id).Tail(30))
 			}
-			s.c.StartBroker(id)
+			s.c.Broker(id).Start()
 			s.c.WaitRegistered(id)
 			s.waitFullISR(waitLong)
 			s.waitOffsetsISR(waitLong)
@@ -282,13 +282,13 @@ func TestFault17_RollingRestart(t *testing.T) {
 // replica set in the ISR, so the next restart never takes the last in-sync copy of a group.
 func (s *scenario) waitOffsetsISR(timeout time.Duration) {
 	s.t.Helper()
-	assign, err := s.c.TopicAssignment(cluster.OffsetsTopic)
+	assign, err := s.c.ZK.TopicAssignment(cluster.OffsetsTopic)
 	if err != nil {
 		s.t.Fatalf("%s: %v", cluster.OffsetsTopic, err)
 	}
 	cluster.WaitFor(s.t, timeout, func() (bool, string) {
 		for p, replicas := range assign {
-			st, err := s.c.PartitionState(cluster.OffsetsTopic, p)
+			st, err := s.c.ZK.PartitionState(cluster.OffsetsTopic, p)
 			if err != nil {
 				return false, err.Error()
 			}

@@ -112,7 +112,7 @@ func startScenarioWith(t *testing.T, name string, opts scenarioOptions) *scenari
 	}
 	s.waitFullISR(waitLong)
 	s.idempotent = idempotenceOffered(t, c)
-	s.watch = startEpochWatch(c.ZKConn(), s.topic, topicPartitions)
+	s.watch = startEpochWatch(c.ZK.Conn(), s.topic, topicPartitions)
 	if !opts.NoMonitor {
 		s.monitor = startMonitor(c, s.topic, topicPartitions)
 	}
@@ -128,7 +128,7 @@ func (s *scenario) waitFullISR(timeout time.Duration) {
 	s.t.Helper()
 	cluster.WaitFor(s.t, timeout, func() (bool, string) {
 		for p, replicas := range s.assignment {
-			st, err := s.c.PartitionState(s.topic, p)
+			st, err := s.c.ZK.PartitionState(s.topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -143,7 +143,7 @@ func (s *scenario) waitFullISR(timeout time.Duration) {
 // leader returns the current leader of partition p from its state znode.
 func (s *scenario) leader(p int32) int32 {
 	s.t.Helper()
-	st, err := s.c.PartitionState(s.topic, p)
+	st, err := s.c.ZK.PartitionState(s.topic, p)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func iptables(args ...string) (string, error) {
 // the broker's session ended and it registered again.
 func (s *scenario) registration(id int32) int64 {
 	s.t.Helper()
-	_, st, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+	_, st, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(id))
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func (s *scenario) registration(id int32) int64 {
 func (s *scenario) waitReregistered(id int32, czxid int64) {
 	s.t.Helper()
 	cluster.WaitFor(s.t, waitLong, func() (bool, string) {
-		_, reg, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(id))
+		_, reg, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(id))
 		if err != nil {
 			return false, fmt.Sprintf("broker %d not re-registered: %v", id, err)
 		}

@@ -33,8 +33,8 @@ func TestFault01_KillLeader(t *testing.T) {
 
 	victim := s.leader(0)
 	s.fault(victim, "SIGKILL the leader of partition 0")
-	s.c.Kill(victim)
-	st := s.c.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
+	s.c.Broker(victim).Kill()
+	st := s.c.ZK.WaitPartitionState(s.topic, 0, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != victim, fmt.Sprintf("want a leader other than the killed %d", victim)
 	})
 	t.Logf("partition 0: broker %d leads with leader_epoch %d, ISR %v", st.Leader, st.LeaderEpoch, st.ISR)
@@ -45,7 +45,7 @@ func TestFault01_KillLeader(t *testing.T) {
 		return n >= 5000, fmt.Sprintf("%d acknowledged, want 5000", n)
 	})
 
-	s.c.StartBroker(victim)
+	s.c.Broker(victim).Start()
 	s.c.WaitRegistered(victim)
 	s.heal(fmt.Sprintf("broker %d restarted", victim))
 	s.waitFullISR(waitLong)
@@ -67,21 +67,21 @@ func TestFault05_ZombieLeader(t *testing.T) {
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 	s.one.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	ctrl, _ := s.c.WaitController(30 * time.Second)
+	ctrl, _ := s.c.ZK.WaitController(30 * time.Second)
 	p := s.partitionNotLedBy(ctrl)
 	victim := s.leader(p)
 	regBefore := s.registration(victim)
 	frozen := sessionTimeout * 3 / 2
 	s.fault(victim, fmt.Sprintf("SIGSTOP the leader of partition %d for %v (controller is %d)", p, frozen, ctrl))
-	s.c.Stop(victim)
+	s.c.Broker(victim).Pause()
 	wake := time.NewTimer(frozen) // the fault's duration, not synchronisation
 	defer wake.Stop()
-	st := s.c.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
+	st := s.c.ZK.WaitPartitionState(s.topic, p, waitLong, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != victim, fmt.Sprintf("want a leader other than the stopped %d", victim)
 	})
 	t.Logf("partition %d: broker %d leads with leader_epoch %d, ISR %v, while %d is stopped", p, st.Leader, st.LeaderEpoch, st.ISR, victim)
 	<-wake.C
-	s.c.Cont(victim)
+	s.c.Broker(victim).Resume()
 	wokeAt := time.Now()
 
 	// The zombie must not take an acks=all write for the partition it lost: poll it directly
@@ -91,7 +91,7 @@ func TestFault05_ZombieLeader(t *testing.T) {
 	ok, msg := cluster.Poll(waitLong, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		off, err := s.c.ProduceOnce(ctx, victim, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("zombie-probe-%d", len(answers))))
+		off, err := s.c.Broker(victim).ProduceOnce(ctx, s.topic, p, -1, 2*time.Second, []byte(fmt.Sprintf("zombie-probe-%d", len(answers))))
 		if err == nil {
 			t.Errorf("the zombie %d acknowledged an acks=all write to partition %d at offset %d after waking", victim, p, off)
 			answers = append(answers, "success")
@@ -127,7 +127,7 @@ func TestFault12_TornTail(t *testing.T) {
 	s := startScenario(t, "12-torn-tail", nil)
 	s.all.waitAcks(t, -1, 1500, time.Minute, "before the fault")
 
-	ctrl, _ := s.c.WaitController(30 * time.Second)
+	ctrl, _ := s.c.ZK.WaitController(30 * time.Second)
 	leader0 := s.leader(0)
 	victim := int32(-1)
 	for _, r := range s.assignment[0] {
@@ -136,12 +136,12 @@ func TestFault12_TornTail(t *testing.T) {
 		}
 	}
 	s.fault(victim, "SIGKILL a follower of partition 0, then tear its segments' tails")
-	s.c.Kill(victim)
+	s.c.Broker(victim).Kill()
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	torn := 0
 	for p := int32(0); p < topicPartitions; p++ {
-		if tearTail(t, rng, s.c.PartitionDir(victim, s.topic, p)) {
+		if tearTail(t, rng, s.c.Broker(victim).PartitionDir(s.topic, p)) {
 			torn++
 		}
 	}
@@ -151,11 +151,11 @@ func TestFault12_TornTail(t *testing.T) {
 	t.Logf("tore %d segment tails on broker %d (seed %d)", torn, victim, seed)
 	s.all.waitAcks(t, -1, 500, waitLong, "while the follower is down")
 
-	s.c.StartBroker(victim)
+	s.c.Broker(victim).Start()
 	s.c.WaitRegistered(victim)
 	s.heal(fmt.Sprintf("broker %d restarted on its torn logs", victim))
-	if out := strings.ToLower(s.c.OutputSince(victim)); !strings.Contains(out, "truncat") {
-		t.Errorf("broker %d's log after restart does not mention truncating the torn tails:\n%s", victim, s.c.Tail(victim, 30))
+	if out := strings.ToLower(s.c.Broker(victim).OutputSince()); !strings.Contains(out, "truncat") {
+		t.Errorf("broker %d's log after restart does not mention truncating the torn tails:\n%s", victim, s.c.Broker(victim).Tail(30))
 	}
 	s.waitFullISR(waitLong)
 	s.all.waitAcks(t, -1, 500, waitLong, "after the follower rejoined")
@@ -206,8 +206,8 @@ func TestFault14_BadInput(t *testing.T) {
 	s := startScenario(t, "14-bad-input", nil)
 	s.all.waitAcks(t, -1, 500, time.Minute, "before the bad input")
 	victim := s.leader(0)
-	addr := s.c.Addr(victim)
-	pid := s.c.Pid(victim)
+	addr := s.c.Broker(victim).Addr
+	pid := s.c.Broker(victim).Pid()
 	regBefore := s.registration(victim)
 	failures := map[string]int{}
 	round := func() {
@@ -241,10 +241,10 @@ func TestFault14_BadInput(t *testing.T) {
 	}
 	s.extra = append(s.extra, fmt.Sprintf("rss_growth=%.1fMB", float64(growth)/(1<<20)))
 
-	if !s.c.Running(victim) || s.c.Pid(victim) != pid {
-		t.Fatalf("broker %d died on bad input:\n%s", victim, s.c.Tail(victim, 30))
+	if !s.c.Broker(victim).Running() || s.c.Broker(victim).Pid() != pid {
+		t.Fatalf("broker %d died on bad input:\n%s", victim, s.c.Broker(victim).Tail(30))
 	}
-	_, regAfter, err := s.c.ZNode("/brokers/ids/" + cluster.Itoa32(victim))
+	_, regAfter, err := s.c.ZK.Get("/brokers/ids/" + cluster.Itoa32(victim))
 	if err != nil || regAfter.Czxid != regBefore {
 		t.Errorf("broker %d lost its registration during the bad input: %v", victim, err)
 	}

@@ -74,7 +74,7 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 	c.WaitMetadataLeaders(topic, 3, 30*time.Second)
 	const urp = "kafka_server_replicamanager_underreplicatedpartitions"
 	for p := int32(0); p < 3; p++ {
-		c.WaitPartitionState(topic, p, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
 			return len(st.ISR) == 3, "waiting for the full ISR"
 		})
 	}
@@ -115,8 +115,8 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 		t.Fatalf("cluster while healthy:\n%s", out)
 	}
 	for _, id := range c.IDs() {
-		if !strings.Contains(out, fmt.Sprintf("\t%d\tPLAINTEXT://%s\t", id, c.Addr(id))) {
-			t.Fatalf("cluster output lacks broker %d at %s:\n%s", id, c.Addr(id), out)
+		if !strings.Contains(out, fmt.Sprintf("\t%d\tPLAINTEXT://%s\t", id, c.Broker(id).Addr)) {
+			t.Fatalf("cluster output lacks broker %d at %s:\n%s", id, c.Broker(id).Addr, out)
 		}
 	}
 
@@ -125,7 +125,7 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 	metricSum := func() (float64, string) {
 		sum := 0.0
 		for _, id := range []int32{1, 2} {
-			v, err := c.MetricSum(id, urp)
+			v, err := c.Broker(id).MetricSum(urp)
 			if err != nil {
 				return -1, err.Error()
 			}
@@ -134,11 +134,11 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 		return sum, ""
 	}
 	stoppedAt := time.Now()
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	stopped := true
 	defer func() {
 		if stopped {
-			c.Cont(follower)
+			c.Broker(follower).Resume()
 		}
 	}()
 	// An idle follower whose LEO equals the leader's is never out of sync (Kafka 2.4's
@@ -146,7 +146,7 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 	// moves past the stopped follower's.
 	// Seeded with the running brokers only: a metadata request to the stopped one would hang.
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
-		kgo.SeedBrokers(c.Addr(1), c.Addr(2)))
+		kgo.SeedBrokers(c.Broker(1).Addr, c.Broker(2).Addr))
 	for p := int32(0); p < 3; p++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("v")}).FirstErr()
@@ -156,7 +156,7 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 		}
 	}
 	for p := int32(0); p < 3; p++ {
-		c.WaitPartitionState(topic, p, lag*3/2+5*time.Second, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, lag*3/2+5*time.Second, func(st cluster.PartitionState) (bool, string) {
 			return len(st.ISR) == 2, fmt.Sprintf("ISR %v after SIGSTOP of broker %d", st.ISR, follower)
 		})
 	}
@@ -180,10 +180,10 @@ func TestAdminToolTopicsAndClusterAgreeWithMetrics(t *testing.T) {
 		t.Fatalf("cluster with broker %d stopped:\n%s", follower, out)
 	}
 
-	c.Cont(follower)
+	c.Broker(follower).Resume()
 	stopped = false
 	for p := int32(0); p < 3; p++ {
-		c.WaitPartitionState(topic, p, 60*time.Second, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, 60*time.Second, func(st cluster.PartitionState) (bool, string) {
 			return len(st.ISR) == 3, "waiting for the follower to rejoin"
 		})
 	}

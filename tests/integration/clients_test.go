@@ -122,7 +122,7 @@ func TestKcat_ListProduceConsumeWithDefaults(t *testing.T) {
 		t.Errorf("kcat -L: want 3 brokers:\n%s", meta)
 	}
 	for _, id := range c.IDs() {
-		if want := fmt.Sprintf("broker %d at %s", id, c.Addr(id)); !strings.Contains(meta, want) {
+		if want := fmt.Sprintf("broker %d at %s", id, c.Broker(id).Addr); !strings.Contains(meta, want) {
 			t.Errorf("kcat -L: missing %q:\n%s", want, meta)
 		}
 	}

@@ -69,11 +69,11 @@ func TestReassignCleanedCompactedPartition(t *testing.T) {
 
 	// The leader's cleaner has run: its cleaner checkpoint is set and its log has lost whole
 	// batches, so the offsets in the gaps are no batch's.
-	leaderDir := c.PartitionDir(1, topic, 0)
+	leaderDir := c.Broker(1).PartitionDir(topic, 0)
 	var firstBase int64
 	var gaps int
 	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
-		cp, err := cleanerCheckpoint(c.LogDir(1), topic, 0)
+		cp, err := cleanerCheckpoint(c.Broker(1).LogDir, topic, 0)
 		if err != nil || cp <= 0 {
 			return false, fmt.Sprintf("cleaner checkpoint %d (%v)", cp, err)
 		}
@@ -102,20 +102,20 @@ func TestReassignCleanedCompactedPartition(t *testing.T) {
 	if !strings.Contains(out, "Reassignment of partition cleaned-0 completed successfully") {
 		t.Fatalf("verify output %q", out)
 	}
-	if c.ZNodeExists(cluster.ReassignmentPath) {
+	if c.ZK.Exists(cluster.ReassignmentPath) {
 		t.Fatal("/admin/reassign_partitions still exists")
 	}
-	if a, err := c.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{2}) {
+	if a, err := c.ZK.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{2}) {
 		t.Fatalf("assignment after reassignment: %v %v", a, err)
 	}
-	st := c.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
+	st := c.ZK.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == 2 && cluster.SameMembers(st.ISR, []int32{2}), "want leader 2, ISR [2]"
 	})
-	c.WaitPartitionDirGone(1, topic, 0, 30*time.Second)
+	c.Broker(1).WaitPartitionDirGone(topic, 0, 30*time.Second)
 
 	// The new replica, now the only one and the leader, holds every key's latest value, at the
 	// leader's end offset.
-	if leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(2, topic, 0)); err != nil || leo != end {
+	if leo, err := cluster.LogEndOffsetOnDisk(c.Broker(2).PartitionDir(topic, 0)); err != nil || leo != end {
 		t.Fatalf("broker 2 LEO on disk %d (%v), want %d", leo, err, end)
 	}
 	got := map[string]string{}

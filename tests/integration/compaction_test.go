@@ -110,8 +110,8 @@ func TestLogCompaction(t *testing.T) {
 	consumePass()
 
 	// kill -9 the leader while one of its cleanings is in flight, and restart it
-	leader := c.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) { return len(st.ISR) == 3, "ISR not full" }).Leader
-	dir := c.PartitionDir(leader, topic, 0)
+	leader := c.ZK.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) { return len(st.ISR) == 3, "ISR not full" }).Leader
+	dir := c.Broker(leader).PartitionDir(topic, 0)
 	caught := false
 	deadline := time.Now().Add(30 * time.Second)
 	for !caught && time.Now().Before(deadline) {
@@ -122,17 +122,17 @@ func TestLogCompaction(t *testing.T) {
 			}
 		}
 	}
-	c.Kill(leader)
+	c.Broker(leader).Kill()
 	t.Logf("killed leader %d (cleaning in flight observed: %v)", leader, caught)
 	consumePass()
-	c.StartBroker(leader)
+	c.Broker(leader).Start()
 	c.WaitRegistered(leader)
 	consumePass()
 
 	// the deleted keys disappear from every replica after delete.retention.ms
 	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
 		for _, id := range c.IDs() {
-			recs, err := readReplica(c.PartitionDir(id, topic, 0))
+			recs, err := readReplica(c.Broker(id).PartitionDir(topic, 0))
 			if err != nil {
 				return false, fmt.Sprintf("broker %d: %v", id, err)
 			}
@@ -157,11 +157,11 @@ func TestLogCompaction(t *testing.T) {
 	latest, ambiguous := tr.snapshot()
 	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
 		for _, id := range c.IDs() {
-			d := c.PartitionDir(id, topic, 0)
+			d := c.Broker(id).PartitionDir(topic, 0)
 			if leo, err := cluster.LogEndOffsetOnDisk(d); err != nil || leo < end {
 				return false, fmt.Sprintf("broker %d: LEO %d (%v), want %d", id, leo, err, end)
 			}
-			cp, err := cleanerCheckpoint(c.LogDir(id), topic, 0)
+			cp, err := cleanerCheckpoint(c.Broker(id).LogDir, topic, 0)
 			if err != nil || cp <= 0 {
 				return false, fmt.Sprintf("broker %d: cleaner checkpoint %d (%v)", id, cp, err)
 			}

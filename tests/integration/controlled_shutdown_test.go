@@ -71,10 +71,10 @@ func TestK7_ControlledShutdownMovesLeadership(t *testing.T) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
 	}
-	assignment := c.WaitTopicOnline(topic, 30*time.Second)
+	assignment := c.ZK.WaitTopicOnline(topic, 30*time.Second)
 	c.WaitMetadataLeaders(topic, 1, 30*time.Second)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +92,10 @@ func TestK7_ControlledShutdownMovesLeadership(t *testing.T) {
 	})
 
 	stopWatch := make(chan struct{})
-	watched := watchPartitionState(c.ZKConn(), cluster.PartitionStatePath(topic, 0), stopWatch)
+	watched := watchPartitionState(c.ZK.Conn(), cluster.PartitionStatePath(topic, 0), stopWatch)
 	atTerm := w.count()
 	termStart := time.Now()
-	code := c.Terminate(victim) // SIGTERM; fails the test after 30 s
+	code := c.Broker(victim).Terminate() // SIGTERM; fails the test after 30 s
 	took := time.Since(termStart)
 	close(stopWatch)
 	seen := <-watched
@@ -109,11 +109,11 @@ func TestK7_ControlledShutdownMovesLeadership(t *testing.T) {
 
 	// The broker's registration went away when it closed its session; nothing else changed
 	// /brokers/ids since, so its pzxid is the zxid of that deletion.
-	_, ids, err := c.ZKConn().Get("/brokers/ids")
+	_, ids, err := c.ZK.Conn().Get("/brokers/ids")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reg, _, _ := c.ZKConn().Exists("/brokers/ids/" + strconv.Itoa(int(victim))); reg {
+	if reg, _, _ := c.ZK.Conn().Exists("/brokers/ids/" + strconv.Itoa(int(victim))); reg {
 		t.Fatalf("broker %d still registered after it exited", victim)
 	}
 	// The first state the watcher saw with another leader is the controlled-shutdown

@@ -18,7 +18,7 @@ import (
 // rawRequest sends req to broker id only and returns its answer.
 func rawRequest(t *testing.T, c *cluster.Cluster, id int32, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(id)))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 	if rs, err := adm.ValidateUpdatePartitions(ctx, 6, topic); err != nil || rs[topic].Err != nil {
 		t.Fatalf("validate_only 3→6: %v %+v", err, rs)
 	}
-	if a, _ := c.TopicAssignment(topic); len(a) != 3 {
+	if a, _ := c.ZK.TopicAssignment(topic); len(a) != 3 {
 		t.Fatalf("validate_only changed the assignment: %v", a)
 	}
 	rs, err := adm.UpdatePartitions(ctx, 6, topic)
@@ -90,7 +90,7 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 		t.Fatalf("3→6: %v %+v", err, rs)
 	}
 	// Answered after every new partition has a leader in the answering broker's metadata.
-	leaders, err := c.MetadataLeaders(ctx, c.Addr(ctrl), topic)
+	leaders, err := cluster.MetadataLeaders(ctx, c.Broker(ctrl).Addr, topic)
 	if err != nil || len(leaders) != 6 {
 		t.Fatalf("controller metadata right after the answer: %v %v", leaders, err)
 	}
@@ -99,7 +99,7 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 			t.Fatalf("partition %d without a leader right after the answer: %v", part, leaders)
 		}
 	}
-	grown, err := c.TopicAssignment(topic)
+	grown, err := c.ZK.TopicAssignment(topic)
 	if err != nil || len(grown) != 6 {
 		t.Fatalf("assignment after growing: %v %v", grown, err)
 	}
@@ -137,7 +137,7 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 	if codes[topic] != 0 {
 		t.Fatalf("explicit assignment: %v", codes)
 	}
-	if a, _ := c.TopicAssignment(topic); len(a) != 7 || fmt.Sprint(a[6]) != fmt.Sprint([]int32{others[1], ctrl, others[0]}) {
+	if a, _ := c.ZK.TopicAssignment(topic); len(a) != 7 || fmt.Sprint(a[6]) != fmt.Sprint([]int32{others[1], ctrl, others[0]}) {
 		t.Fatalf("assignment after the explicit growth: %v", a)
 	}
 
@@ -147,21 +147,21 @@ func TestCreatePartitionsUnderLoad(t *testing.T) {
 	if out := adminOK(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "8"); !strings.Contains(out, "Adding partitions succeeded!") {
 		t.Fatalf("topics --alter: %q", out)
 	}
-	a, _ := c.TopicAssignment(topic)
+	a, _ := c.ZK.TopicAssignment(topic)
 	var parts []string
 	for part := int32(0); part < 8; part++ {
 		parts = append(parts, joinInt32s(a[part], ":"))
 	}
 	parts = append(parts, joinInt32s([]int32{ctrl, others[1], others[0]}, ":"))
 	adminOK(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "9", "--replica-assignment", strings.Join(parts, ","))
-	if a, _ := c.TopicAssignment(topic); len(a) != 9 || fmt.Sprint(a[8]) != fmt.Sprint([]int32{ctrl, others[1], others[0]}) {
+	if a, _ := c.ZK.TopicAssignment(topic); len(a) != 9 || fmt.Sprint(a[8]) != fmt.Sprint([]int32{ctrl, others[1], others[0]}) {
 		t.Fatalf("assignment after the tool's explicit growth: %v", a)
 	}
 	r := admin(t, "topics", bs, "--alter", "--topic", topic, "--partitions", "4")
 	if r.ExitCode != 1 || !strings.Contains(r.Stderr, "INVALID_PARTITIONS") {
 		t.Fatalf("topics --alter shrinking: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
 	}
-	final, _ := c.TopicAssignment(topic)
+	final, _ := c.ZK.TopicAssignment(topic)
 	waitFullISR(t, c, topic, final, failoverTimeout)
 
 	acks, fails := p.stop(t)

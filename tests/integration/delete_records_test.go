@@ -91,7 +91,7 @@ func TestDeleteRecords_EndToEnd(t *testing.T) {
 		// A fetch below the log start is out of range on the leader (retried: after a restart
 		// the client's connections are stale and the leader may still be moving).
 		cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-			leaders, err := c.MetadataLeaders(ctx, c.Addr(1), topic)
+			leaders, err := cluster.MetadataLeaders(ctx, c.Broker(1).Addr, topic)
 			if err != nil || leaders[0] < 0 {
 				return false, fmt.Sprintf("%s: leader of %s-0: %v %v", when, topic, leaders, err)
 			}
@@ -114,7 +114,7 @@ func TestDeleteRecords_EndToEnd(t *testing.T) {
 		})
 		// Every replica: the checkpoint holds the new start, and the segments below it are gone.
 		for _, id := range c.IDs() {
-			dir := c.LogDir(id)
+			dir := c.Broker(id).LogDir
 			cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 				start, err := checkpointEntry(filepath.Join(dir, "log-start-offset-checkpoint"), topic, 0)
 				if err != nil || start != 40 {
@@ -144,10 +144,10 @@ func TestDeleteRecords_EndToEnd(t *testing.T) {
 
 	// Unclean restart of every broker right after: the new log start stays.
 	for _, id := range c.IDs() {
-		c.Kill(id)
+		c.Broker(id).Kill()
 	}
 	for _, id := range c.IDs() {
-		c.StartBroker(id)
+		c.Broker(id).Start()
 	}
 	c.WaitMetadataLeaders(topic, 1, 45*time.Second)
 	checkStart("after kill -9 and restart of every broker")
@@ -169,7 +169,7 @@ func TestDeleteRecords_EndToEnd(t *testing.T) {
 	if err := os.WriteFile(dup, []byte(`{"partitions":[{"topic":"dr","partition":0,"offset":1},{"topic":"dr","partition":0,"offset":2}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := admin(t, "delete-records", "--bootstrap-server", c.Addr(1), "--offset-json-file", dup); r.ExitCode == 0 ||
+	if r := admin(t, "delete-records", "--bootstrap-server", c.Broker(1).Addr, "--offset-json-file", dup); r.ExitCode == 0 ||
 		!strings.Contains(r.Stderr, "Offset json file contains duplicate topic partitions: dr-0") {
 		t.Errorf("duplicate partitions: exit %d stderr %q, want a failure naming dr-0", r.ExitCode, r.Stderr)
 	}

@@ -24,17 +24,17 @@ func TestS22_TopicDeletionWaitsForOfflineReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for p := int32(0); p < 2; p++ {
-		st, err := c.PartitionState(topic, p)
+		st, err := c.ZK.PartitionState(topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.ProduceOnce(ctx, st.Leader, topic, p, -1, 5*time.Second, []byte("kept until deleted")); err != nil {
+		if _, err := c.Broker(st.Leader).ProduceOnce(ctx, topic, p, -1, 5*time.Second, []byte("kept until deleted")); err != nil {
 			t.Fatalf("produce to partition %d: %v", p, err)
 		}
 	}
 
 	const away = int32(3)
-	if code := c.Terminate(away); code != 0 {
+	if code := c.Broker(away).Terminate(); code != 0 {
 		t.Fatalf("broker %d exited with %d", away, code)
 	}
 	c.WaitUnregistered(30*time.Second, away)
@@ -44,29 +44,29 @@ func TestS22_TopicDeletionWaitsForOfflineReplica(t *testing.T) {
 	}
 	for _, id := range []int32{1, 2} {
 		for p := int32(0); p < 2; p++ {
-			c.WaitPartitionDirGone(id, topic, p, 30*time.Second)
+			c.Broker(id).WaitPartitionDirGone(topic, p, 30*time.Second)
 		}
 	}
 	// Broker 3 holds a replica: the topic stays marked for deletion, its log untouched.
 	for _, path := range []string{"/brokers/topics/" + topic, "/admin/delete_topics/" + topic} {
-		if !c.ZNodeExists(path) {
+		if !c.ZK.Exists(path) {
 			t.Fatalf("%s removed while broker %d, holding a replica, is down", path, away)
 		}
 	}
 	for p := int32(0); p < 2; p++ {
-		if _, err := os.Stat(c.PartitionDir(away, topic, p)); err != nil {
+		if _, err := os.Stat(c.Broker(away).PartitionDir(topic, p)); err != nil {
 			t.Fatalf("broker %d's log of partition %d: %v", away, p, err)
 		}
 	}
 
-	c.StartBroker(away)
+	c.Broker(away).Start()
 	c.WaitRegistered(away)
 	for p := int32(0); p < 2; p++ {
-		c.WaitPartitionDirGone(away, topic, p, 30*time.Second)
+		c.Broker(away).WaitPartitionDirGone(topic, p, 30*time.Second)
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		for _, path := range []string{"/brokers/topics/" + topic, "/admin/delete_topics/" + topic} {
-			if c.ZNodeExists(path) {
+			if c.ZK.Exists(path) {
 				return false, path + " still exists after every replica was deleted"
 			}
 		}
@@ -85,7 +85,7 @@ func TestS22_TopicDeletionWaitsForOfflineReplica(t *testing.T) {
 // reused and a consumer of the new topic would read the old topic's records.
 func TestTopicDeletionWaitsForKilledReplica(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
-	ctl, _ := c.WaitController(30 * time.Second)
+	ctl, _ := c.ZK.WaitController(30 * time.Second)
 	var victim, other int32 = -1, -1
 	for _, id := range c.IDs() {
 		switch {
@@ -102,33 +102,33 @@ func TestTopicDeletionWaitsForKilledReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := 0; i < 3; i++ {
-		if _, err := c.ProduceOnce(ctx, victim, topic, 0, -1, 5*time.Second, []byte(fmt.Sprintf("old-%d", i))); err != nil {
+		if _, err := c.Broker(victim).ProduceOnce(ctx, topic, 0, -1, 5*time.Second, []byte(fmt.Sprintf("old-%d", i))); err != nil {
 			t.Fatalf("produce old record %d: %v", i, err)
 		}
 	}
 
-	c.Kill(victim) // its session lives on until the timeout: the controller still sees it live
+	c.Broker(victim).Kill() // its session lives on until the timeout: the controller still sees it live
 	resp, err := c.Admin().DeleteTopics(ctx, topic)
 	if err != nil || resp[topic].Err != nil {
 		t.Fatalf("DeleteTopics: %v %v", err, resp[topic].Err)
 	}
-	c.WaitPartitionDirGone(other, topic, 0, 30*time.Second)
+	c.Broker(other).WaitPartitionDirGone(topic, 0, 30*time.Second)
 	c.WaitUnregistered(30*time.Second, victim)
 	for _, path := range []string{"/brokers/topics/" + topic, "/admin/delete_topics/" + topic} {
-		if !c.ZNodeExists(path) {
+		if !c.ZK.Exists(path) {
 			t.Fatalf("%s removed while broker %d, killed before it answered StopReplica(delete=true), is down", path, victim)
 		}
 	}
-	if _, err := os.Stat(c.PartitionDir(victim, topic, 0)); err != nil {
+	if _, err := os.Stat(c.Broker(victim).PartitionDir(topic, 0)); err != nil {
 		t.Fatalf("broker %d's log of the deleted topic: %v", victim, err)
 	}
 
-	c.StartBroker(victim)
+	c.Broker(victim).Start()
 	c.WaitRegistered(victim)
-	c.WaitPartitionDirGone(victim, topic, 0, 30*time.Second)
+	c.Broker(victim).WaitPartitionDirGone(topic, 0, 30*time.Second)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		for _, path := range []string{"/brokers/topics/" + topic, "/admin/delete_topics/" + topic} {
-			if c.ZNodeExists(path) {
+			if c.ZK.Exists(path) {
 				return false, path + " still exists after every replica was deleted"
 			}
 		}
@@ -137,7 +137,7 @@ func TestTopicDeletionWaitsForKilledReplica(t *testing.T) {
 
 	// Re-created with the same replicas, the killed broker leading: no old record is served.
 	c.CreateTopicWithAssignment(topic, assignment, nil)
-	if _, err := c.ProduceOnce(ctx, victim, topic, 0, -1, 5*time.Second, []byte("new-0")); err != nil {
+	if _, err := c.Broker(victim).ProduceOnce(ctx, topic, 0, -1, 5*time.Second, []byte("new-0")); err != nil {
 		t.Fatalf("produce to the re-created topic: %v", err)
 	}
 	cons := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))

@@ -79,7 +79,7 @@ func TestDiskFullTakesTheLeadersLogDirOffline(t *testing.T) {
 	const topic = "full"
 	c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {1, 2, 3}}, nil)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		st, err := c.PartitionState(topic, 0)
+		st, err := c.ZK.PartitionState(topic, 0)
 		return err == nil && st.Leader == 1 && len(st.ISR) == 3, fmt.Sprintf("state %+v, %v", st, err)
 	})
 
@@ -91,14 +91,14 @@ func TestDiskFullTakesTheLeadersLogDirOffline(t *testing.T) {
 	defer cancel()
 	exited := make(chan time.Time, 1)
 	go func() {
-		c.WaitExit(1, 2*time.Minute)
+		c.Broker(1).WaitExit(2 * time.Minute)
 		exited <- time.Now()
 	}()
 	var exitedAt time.Time
 	value := make([]byte, 16<<10)
 	for i, after := 0, 0; after < 3; i++ {
 		if ctx.Err() != nil {
-			t.Fatalf("the leader's log dir never failed; broker 1 output:\n%s", c.Tail(1, 40))
+			t.Fatalf("the leader's log dir never failed; broker 1 output:\n%s", c.Broker(1).Tail(40))
 		}
 		var wg sync.WaitGroup
 		for j := 0; j < 8; j++ { // 8 in flight: load
@@ -124,18 +124,18 @@ func TestDiskFullTakesTheLeadersLogDirOffline(t *testing.T) {
 			after++ // a few more rounds: the producer retries to the new leader
 		}
 	}
-	if code, ok := c.WaitExit(1, time.Second); !ok || code == 0 {
+	if code, ok := c.Broker(1).WaitExit(time.Second); !ok || code == 0 {
 		t.Fatalf("broker 1 exit code %d (exited %v), want a failure exit", code, ok)
 	}
-	out := c.Output(1)
+	out := c.Broker(1).Output()
 	if !strings.Contains(out, "all log dirs have failed") || !strings.Contains(out, "I/O error on a log dir") {
-		t.Fatalf("broker 1 did not log the offline dir and the shutdown:\n%s", c.Tail(1, 40))
+		t.Fatalf("broker 1 did not log the offline dir and the shutdown:\n%s", c.Broker(1).Tail(40))
 	}
 	cluster.WaitFor(t, time.Until(exitedAt.Add(session+10*time.Second)), func() (bool, string) {
-		st, err := c.PartitionState(topic, 0)
+		st, err := c.ZK.PartitionState(topic, 0)
 		return err == nil && st.Leader != 1 && st.Leader > 0 && !slices.Contains(st.ISR, 1), fmt.Sprintf("state %+v, %v", st, err)
 	})
-	st, _ := c.PartitionState(topic, 0)
+	st, _ := c.ZK.PartitionState(topic, 0)
 	if moved := st.Modified.Sub(exitedAt); moved > session+10*time.Second {
 		t.Fatalf("leadership moved %v after broker 1 exited, want within %v", moved, session+10*time.Second)
 	}
@@ -155,9 +155,9 @@ func TestDiskFullTakesTheLeadersLogDirOffline(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", keep+"/.", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("copying back: %v: %s", err, out)
 	}
-	c.StartBroker(1)
+	c.Broker(1).Start()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		st, err := c.PartitionState(topic, 0)
+		st, err := c.ZK.PartitionState(topic, 0)
 		return err == nil && slices.Contains(st.ISR, 1), fmt.Sprintf("broker 1 not back in the ISR: %+v, %v", st, err)
 	})
 	segs, _ := filepath.Glob(filepath.Join(mnt, topic+"-0", "*.log"))

@@ -25,7 +25,7 @@ const uncleanElections = "kafka_controller_controllerstats_uncleanleaderelection
 // nonControllers returns the controller and the other brokers.
 func nonControllers(t *testing.T, c *cluster.Cluster) (int32, []int32) {
 	t.Helper()
-	ctrl, _ := c.WaitController(20 * time.Second)
+	ctrl, _ := c.ZK.WaitController(20 * time.Second)
 	var others []int32
 	for _, id := range c.IDs() {
 		if id != ctrl {
@@ -38,7 +38,7 @@ func nonControllers(t *testing.T, c *cluster.Cluster) (int32, []int32) {
 // rawElectLeaders sends ElectLeaders v2 to broker id only.
 func rawElectLeaders(t *testing.T, c *cluster.Cluster, id int32, topic string, partitions ...int32) *kmsg.ElectLeadersResponse {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr(id)))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,21 +86,21 @@ func TestKIP460_ElectLeadersPreferred(t *testing.T) {
 	const topic = "elect-pref"
 	assignment := c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {b, x, ctrl}, 1: {b, ctrl, x}, 2: {x, ctrl, b}}, nil)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	c.Kill(b)
+	c.Broker(b).Kill()
 	for _, p := range []int32{0, 1} {
-		c.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 			return st.Leader >= 0 && st.Leader != b, fmt.Sprintf("%s-%d state %+v: waiting for the failover away from broker %d", topic, p, st, b)
 		})
 	}
-	c.StartBroker(b)
+	c.Broker(b).Start()
 	c.WaitRegistered(b)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	for _, p := range []int32{0, 1} {
-		if st, _ := c.PartitionState(topic, p); st.Leader == b {
+		if st, _ := c.ZK.PartitionState(topic, p); st.Leader == b {
 			t.Fatalf("%s-%d: broker %d leads again without an election: %+v", topic, p, b, st)
 		}
 	}
-	before0, _ := c.PartitionState(topic, 0)
+	before0, _ := c.ZK.PartitionState(topic, 0)
 
 	// Not the controller: NOT_CONTROLLER for every partition, nothing elected.
 	resp := rawElectLeaders(t, c, b, topic, 0, 1)
@@ -112,7 +112,7 @@ func TestKIP460_ElectLeadersPreferred(t *testing.T) {
 			t.Fatalf("non-controller answered %v for partition %d", kerr.ErrorForCode(p.ErrorCode), p.Partition)
 		}
 	}
-	if st, _ := c.PartitionState(topic, 0); st.LeaderEpoch != before0.LeaderEpoch {
+	if st, _ := c.ZK.PartitionState(topic, 0); st.LeaderEpoch != before0.LeaderEpoch {
 		t.Fatalf("the refused request changed the state: %+v", st)
 	}
 
@@ -127,13 +127,13 @@ func TestKIP460_ElectLeadersPreferred(t *testing.T) {
 		t.Fatalf("leader-election output %q", out)
 	}
 	for _, p := range []int32{0, 1} {
-		st, _ := c.PartitionState(topic, p)
+		st, _ := c.ZK.PartitionState(topic, p)
 		if st.Leader != b {
 			t.Fatalf("%s-%d after the election: %+v", topic, p, st)
 		}
 	}
 	// The answer came after the controller's own metadata showed the new leaders.
-	leaders, err := c.MetadataLeaders(context.Background(), c.Addr(ctrl), topic)
+	leaders, err := cluster.MetadataLeaders(context.Background(), c.Broker(ctrl).Addr, topic)
 	if err != nil || leaders[0] != b || leaders[1] != b {
 		t.Fatalf("controller metadata right after the answer: %v %v", leaders, err)
 	}
@@ -197,11 +197,11 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 		}
 	}
 
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	resumed := false
 	defer func() {
 		if !resumed {
-			c.Cont(follower)
+			c.Broker(follower).Resume()
 		}
 	}()
 	// The leader shrinks the ISR of a follower that does not keep up: keep records coming
@@ -222,23 +222,23 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 		}
 	}()
 	for _, topic := range topics {
-		c.WaitPartitionState(topic, 0, lag*3/2+4*time.Second, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, 0, lag*3/2+4*time.Second, func(st cluster.PartitionState) (bool, string) {
 			return slices.Equal(st.ISR, []int32{leader}), fmt.Sprintf("%s ISR %v, want [%d]", topic, st.ISR, leader)
 		})
 	}
 	close(stopLoad)
 	<-loadDone
 	produce(5, "leader-only")
-	c.Kill(leader)
-	c.Cont(follower)
+	c.Broker(leader).Kill()
+	c.Broker(follower).Resume()
 	resumed = true
 	for _, topic := range topics {
-		c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 			return st.Leader == -1 && slices.Equal(st.ISR, []int32{leader}), fmt.Sprintf("%s state %+v, want offline with ISR [%d]", topic, st, leader)
 		})
 	}
 	unclean := func() float64 {
-		v, err := c.MetricSum(ctrl, uncleanElections)
+		v, err := c.Broker(ctrl).MetricSum(uncleanElections)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,14 +256,14 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 	if got := electLeaders(t, c, kadm.ElectLiveReplica, api, topics[0]); got[0] != nil || len(got) != 1 {
 		t.Fatalf("unclean election: %v", got)
 	}
-	st, _ := c.PartitionState(topics[0], 0)
+	st, _ := c.ZK.PartitionState(topics[0], 0)
 	if st.Leader != follower || !slices.Equal(st.ISR, []int32{follower}) {
 		t.Fatalf("%s after the unclean election: %+v", topics[0], st)
 	}
 	if v := unclean(); v != 1 {
 		t.Fatalf("%s = %v after one unclean election", uncleanElections, v)
 	}
-	if st, _ := c.PartitionState(topics[1], 0); st.Leader != -1 {
+	if st, _ := c.ZK.PartitionState(topics[1], 0); st.Leader != -1 {
 		t.Fatalf("%s elected although only %s was asked for: %+v", topics[1], topics[0], st)
 	}
 	if got := electLeaders(t, c, kadm.ElectLiveReplica, api, topics[0]); !errors.Is(got[0], kerr.ElectionNotNeeded) {
@@ -299,7 +299,7 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 	if err := adm.AlterTopicConfig(topics[1], func(m map[string]string) { m["unclean.leader.election.enable"] = "true" }); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitPartitionState(topics[1], 0, 10*time.Second, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topics[1], 0, 10*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == follower && slices.Equal(st.ISR, []int32{follower}), fmt.Sprintf("%s state %+v", topics[1], st)
 	})
 	t.Logf("%s online %v after the config change", topics[1], time.Since(changed).Round(time.Millisecond))
@@ -308,7 +308,7 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 		return v == 3, fmt.Sprintf("%s = %v, want 3", uncleanElections, v)
 	})
 
-	out := c.Output(ctrl)
+	out := c.Broker(ctrl).Output()
 	for _, topic := range topics {
 		found := false
 		for _, line := range strings.Split(out, "\n") {
@@ -318,7 +318,7 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("the controller's log has no data-loss warning for %s:\n%s", topic, c.Tail(ctrl, 40))
+			t.Errorf("the controller's log has no data-loss warning for %s:\n%s", topic, c.Broker(ctrl).Tail(40))
 		}
 	}
 	// Both partitions take writes again from the new leader.

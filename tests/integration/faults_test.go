@@ -50,7 +50,7 @@ func TestKill9WhileProducing_EveryAckedRecordSurvivesRestart(t *testing.T) {
 		n := w.countWhere(onVictim)
 		return n >= 2000, fmt.Sprintf("%d records acknowledged on broker %d's partitions", n, victim)
 	})
-	c.Kill(victim)
+	c.Broker(victim).Kill()
 	killedAt := w.countWhere(onVictim)
 	t.Logf("killed broker %d after %d acknowledged records on its partitions", victim, killedAt)
 
@@ -61,7 +61,7 @@ func TestKill9WhileProducing_EveryAckedRecordSurvivesRestart(t *testing.T) {
 		return n >= others+1000, fmt.Sprintf("%d records acknowledged on other brokers since the kill", n-others)
 	})
 
-	c.StartBroker(victim)
+	c.Broker(victim).Start()
 	c.WaitRegistered(victim)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		n := w.countWhere(onVictim)
@@ -154,8 +154,8 @@ func TestTornTail_TruncatedOnStartAndBrokerServesAgain(t *testing.T) {
 		}
 	}
 
-	c.Kill(leader)
-	seg := activeSegment(t, filepath.Join(c.LogDir(leader), topic+"-0"))
+	c.Broker(leader).Kill()
+	seg := activeSegment(t, filepath.Join(c.Broker(leader).LogDir, topic+"-0"))
 	data, err := os.ReadFile(seg)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestTornTail_TruncatedOnStartAndBrokerServesAgain(t *testing.T) {
 	t.Logf("%s: cut %d bytes off the last batch (base offset %d at byte %d) and appended %d bytes of garbage",
 		filepath.Base(seg), cut, cutBase, cutStart, len(garbage))
 
-	c.StartBroker(leader)
+	c.Broker(leader).Start()
 	c.WaitRegistered(leader)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		st, err := os.Stat(seg)
@@ -191,10 +191,10 @@ func TestTornTail_TruncatedOnStartAndBrokerServesAgain(t *testing.T) {
 		}
 		return st.Size() == cutStart, fmt.Sprintf("%s is %d bytes, want it truncated to %d (end of the last intact batch)", seg, st.Size(), cutStart)
 	})
-	if out := strings.ToLower(c.OutputSince(leader)); !strings.Contains(out, "truncat") {
-		t.Errorf("broker %d's log after restart does not mention truncating the torn tail:\n%s", leader, c.Tail(leader, 30))
+	if out := strings.ToLower(c.Broker(leader).OutputSince()); !strings.Contains(out, "truncat") {
+		t.Errorf("broker %d's log after restart does not mention truncating the torn tail:\n%s", leader, c.Broker(leader).Tail(30))
 	}
-	c.WaitTopicOnline(topic, failoverTimeout)
+	c.ZK.WaitTopicOnline(topic, failoverTimeout)
 	c.WaitMetadataLeaders(topic, 1, failoverTimeout)
 
 	var want []acked
@@ -224,19 +224,19 @@ func TestTornTail_TruncatedOnStartAndBrokerServesAgain(t *testing.T) {
 // increments /controller_epoch by exactly one; the restarted broker does not take it back.
 func TestControllerKill_RoleMovesWithControllerEpochPlusOne(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3, SessionTimeout: faultSession})
-	old, epoch := c.WaitController(30 * time.Second)
-	c.Kill(old)
+	old, epoch := c.ZK.WaitController(30 * time.Second)
+	c.Broker(old).Kill()
 
 	var next, nextEpoch int32
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		id, err := c.ControllerID()
+		id, err := c.ZK.ControllerID()
 		if err != nil {
 			return false, err.Error()
 		}
 		if id < 0 || id == old {
 			return false, fmt.Sprintf("/controller names broker %d (killed %d)", id, old)
 		}
-		e, err := c.ControllerEpoch()
+		e, err := c.ZK.ControllerEpoch()
 		if err != nil {
 			return false, err.Error()
 		}
@@ -246,17 +246,17 @@ func TestControllerKill_RoleMovesWithControllerEpochPlusOne(t *testing.T) {
 	if nextEpoch != epoch+1 {
 		t.Errorf("controller moved %d -> %d with /controller_epoch %d -> %d, want +1", old, next, epoch, nextEpoch)
 	}
-	if !c.Running(next) {
+	if !c.Broker(next).Running() {
 		t.Errorf("new controller %d is not a running broker", next)
 	}
 
-	c.StartBroker(old)
+	c.Broker(old).Start()
 	c.WaitRegistered(old)
-	id, err := c.ControllerID()
+	id, err := c.ZK.ControllerID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := c.ControllerEpoch(); id != next || e != nextEpoch {
+	if e, _ := c.ZK.ControllerEpoch(); id != next || e != nextEpoch {
 		t.Errorf("after broker %d returned: controller %d epoch %d, want %d epoch %d unchanged", old, id, e, next, nextEpoch)
 	}
 }
@@ -271,17 +271,17 @@ func TestRF1PartitionsOfflineWhileBrokerDownThenBack(t *testing.T) {
 	victim := assignment[0][0]
 	before := map[int32]cluster.PartitionState{}
 	for p := int32(0); p < partitions; p++ {
-		st, err := c.PartitionState(topic, p)
+		st, err := c.ZK.PartitionState(topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		before[p] = st
 	}
 
-	c.Kill(victim)
+	c.Broker(victim).Kill()
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		for p := int32(0); p < partitions; p++ {
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -307,7 +307,7 @@ func TestRF1PartitionsOfflineWhileBrokerDownThenBack(t *testing.T) {
 		cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 			mctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			leaders, err := c.MetadataLeaders(mctx, c.Addr(id), topic)
+			leaders, err := cluster.MetadataLeaders(mctx, c.Broker(id).Addr, topic)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -320,14 +320,14 @@ func TestRF1PartitionsOfflineWhileBrokerDownThenBack(t *testing.T) {
 		})
 	}
 
-	c.StartBroker(victim)
+	c.Broker(victim).Start()
 	c.WaitRegistered(victim)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		for p, r := range assignment {
 			if r[0] != victim {
 				continue
 			}
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -365,15 +365,15 @@ func TestSIGTERM_GracefulStopThenRestartKeepsRecords(t *testing.T) {
 		func(i int) []byte { return []byte(fmt.Sprintf("k%d", i)) },
 		func(i int) []byte { return []byte(fmt.Sprintf("v%d", i)) })
 
-	if code := c.Terminate(leader); code != 0 {
-		t.Errorf("broker %d exited with status %d after SIGTERM, want 0:\n%s", leader, code, c.Tail(leader, 20))
+	if code := c.Broker(leader).Terminate(); code != 0 {
+		t.Errorf("broker %d exited with status %d after SIGTERM, want 0:\n%s", leader, code, c.Broker(leader).Tail(20))
 	}
 	// A closed session deletes the ephemeral znode immediately: well within the 6 s session timeout.
 	c.WaitUnregistered(3*time.Second, leader)
 
-	c.StartBroker(leader)
+	c.Broker(leader).Start()
 	c.WaitRegistered(leader)
-	c.WaitTopicOnline(topic, failoverTimeout)
+	c.ZK.WaitTopicOnline(topic, failoverTimeout)
 	c.WaitMetadataLeaders(topic, 1, failoverTimeout)
 	checkPartitionLogs(t, readAll(t, c, topic, 1), produced)
 }

@@ -56,7 +56,7 @@ func TestS15_S23_AtMostNumReplicaFetchersPerLeaderAndIdleShutdown(t *testing.T) 
 	}
 	c.CreateTopicWithAssignment(topic, assignment, nil)
 	for p := int32(0); p < partitions; p++ {
-		st, err := c.PartitionState(topic, p)
+		st, err := c.ZK.PartitionState(topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func TestS15_S23_AtMostNumReplicaFetchersPerLeaderAndIdleShutdown(t *testing.T) 
 		want[fetcher.FetcherThreadName(fetcher.FetcherID(topic, p, 2), 1)]++
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		counts, threads, err := c.FetcherPartitionCounts(2)
+		counts, threads, err := c.Broker(2).FetcherPartitionCounts()
 		if err != nil {
 			return false, err.Error()
 		}
@@ -108,18 +108,18 @@ func TestS15_S23_AtMostNumReplicaFetchersPerLeaderAndIdleShutdown(t *testing.T) 
 	t.Logf("broker 2 fetchers toward broker 1: %v", sortedKeys(want))
 
 	// The leader runs no fetchers at all (it follows nobody).
-	if counts, threads, err := c.FetcherPartitionCounts(1); err != nil || len(counts) != 0 || threads != 0 {
+	if counts, threads, err := c.Broker(1).FetcherPartitionCounts(); err != nil || len(counts) != 0 || threads != 0 {
 		t.Fatalf("broker 1 fetchers = %v, FetcherThreadCount = %v (err %v), want none", counts, threads, err)
 	}
 
 	// Controlled shutdown of broker 1 (K7) moves every leadership to broker 2, whose fetchers
 	// toward 1 then have no partitions and are shut down after that LeaderAndIsr (S23).
-	if code := c.Terminate(1); code != 0 {
+	if code := c.Broker(1).Terminate(); code != 0 {
 		t.Fatalf("broker 1 exited with %d after SIGTERM, want 0", code)
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		for p := int32(0); p < partitions; p++ {
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -130,7 +130,7 @@ func TestS15_S23_AtMostNumReplicaFetchersPerLeaderAndIdleShutdown(t *testing.T) 
 		return true, ""
 	})
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		counts, threads, err := c.FetcherPartitionCounts(2)
+		counts, threads, err := c.Broker(2).FetcherPartitionCounts()
 		if err != nil {
 			return false, err.Error()
 		}

@@ -30,27 +30,27 @@ func TestGroupsCore_FindCoordinatorConsumeCommitResume(t *testing.T) {
 	const group, topic, partitions, n = "core-group", "core-topic", 3, 600
 
 	// 1 of 3 alive: no coordinator, and no __consumer_offsets created with fewer replicas.
-	c.Terminate(2)
-	c.Terminate(3)
+	c.Broker(2).Terminate()
+	c.Broker(3).Terminate()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		alive, err := cluster.AliveBrokers(ctx, c.Addr(1))
+		alive, err := cluster.AliveBrokers(ctx, c.Broker(1).Addr)
 		return err == nil && alive == 1, fmt.Sprintf("broker 1 lists %d live brokers (%v)", alive, err)
 	})
-	resp, err := cluster.FindCoordinator(ctx, c.Addr(1), group)
+	resp, err := cluster.FindCoordinator(ctx, c.Broker(1).Addr, group)
 	if err != nil {
 		t.Fatalf("FindCoordinator with 1 of 3 brokers alive: %v", err)
 	}
 	if resp.ErrorCode != kerr.CoordinatorNotAvailable.Code || resp.NodeID != -1 {
 		t.Fatalf("FindCoordinator with 1 of 3 brokers alive: error %d node %d, want COORDINATOR_NOT_AVAILABLE (15) and node -1", resp.ErrorCode, resp.NodeID)
 	}
-	if c.ZNodeExists("/brokers/topics/__consumer_offsets") {
+	if c.ZK.Exists("/brokers/topics/__consumer_offsets") {
 		t.Fatalf("__consumer_offsets was created while 1 of 3 brokers was alive (offsets.topic.replication.factor=3)")
 	}
-	c.StartBroker(2)
-	c.StartBroker(3)
+	c.Broker(2).Start()
+	c.Broker(3).Start()
 	for _, id := range c.IDs() {
 		cluster.WaitFor(t, cluster.StartTimeout, func() (bool, string) {
-			alive, err := cluster.AliveBrokers(ctx, c.Addr(id))
+			alive, err := cluster.AliveBrokers(ctx, c.Broker(id).Addr)
 			return err == nil && alive == 3, fmt.Sprintf("broker %d lists %d live brokers (%v)", id, alive, err)
 		})
 	}
@@ -63,7 +63,7 @@ func TestGroupsCore_FindCoordinatorConsumeCommitResume(t *testing.T) {
 
 	// FindCoordinator now succeeds (the topic is created on the first call).
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		resp, err := cluster.FindCoordinator(ctx, c.Addr(1), group)
+		resp, err := cluster.FindCoordinator(ctx, c.Broker(1).Addr, group)
 		if err != nil {
 			return false, err.Error()
 		}

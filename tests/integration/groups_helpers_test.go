@@ -104,7 +104,7 @@ func startCommittingPair(t *testing.T, session time.Duration, topic, group strin
 	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(500 * time.Millisecond), kgo.MetadataMinAge(250 * time.Millisecond)}
 	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
 	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, what)
 	return c, j, p, m1, m2
 }
@@ -118,11 +118,11 @@ func drainCommits(t *testing.T, c *cluster.Cluster, p *ackProducer, group, topic
 	acks, _ := p.stop(t)
 	pr := newProduced()
 	pr.addAcked(t, acks)
-	c.WaitCommitted(group, topic, pr.ends(partitions), 60*time.Second)
+	c.Groups.WaitCommitted(group, topic, pr.ends(partitions), 60*time.Second)
 	stopMembers()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	final, err := c.CommittedOffsets(ctx, group, topic)
+	final, err := c.Groups.CommittedOffsets(ctx, group, topic)
 	if err != nil {
 		t.Fatalf("final OffsetFetch: %v", err)
 	}

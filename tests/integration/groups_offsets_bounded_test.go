@@ -65,7 +65,7 @@ func TestGroups_OffsetsTopicStaysBoundedUnderConstantCommits(t *testing.T) {
 		}
 		// Every replica is cleaned back down to a few segments.
 		for _, id := range c.IDs() {
-			dir := c.PartitionDir(id, "__consumer_offsets", 0)
+			dir := c.Broker(id).PartitionDir("__consumer_offsets", 0)
 			cluster.WaitFor(t, 90*time.Second, func() (bool, string) {
 				n, err := logBytes(dir)
 				return err == nil && n <= bound, fmt.Sprintf("round %d: broker %d holds %d bytes in %s (%v), want at most %d (4 segments)", round, id, n, dir, err, bound)
@@ -74,7 +74,7 @@ func TestGroups_OffsetsTopicStaysBoundedUnderConstantCommits(t *testing.T) {
 	}
 	// What was written: the offsets partition's log end offset counts one record per committed
 	// partition (plus the group's own metadata records, none for a simple consumer group).
-	leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(1, "__consumer_offsets", 0))
+	leo, err := cluster.LogEndOffsetOnDisk(c.Broker(1).PartitionDir("__consumer_offsets", 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestGroups_OffsetsTopicStaysBoundedUnderConstantCommits(t *testing.T) {
 
 	// The coordinator's successor loads the compacted partition and finds the same offsets.
 	coord := offsetsLeader(t, ctx, adm)
-	c.Kill(coord)
+	c.Broker(coord).Kill()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
 		l := offsetsLeader(t, ctx, adm)
 		return l != coord && l > 0, fmt.Sprintf("__consumer_offsets-0 leader %d (killed %d)", l, coord)

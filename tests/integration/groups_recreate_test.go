@@ -44,14 +44,14 @@ func TestGroups_KcatTopicRecreatedWithFewerPartitions(t *testing.T) {
 
 	m := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-recreate", "-X", "session.timeout.ms=30000",
 		"-X", "topic.metadata.refresh.interval.ms=500")
-	c.WaitGroupStable(group, topic, before, 1, 60*time.Second)
+	c.Groups.WaitStable(group, topic, before, 1, 60*time.Second)
 	pr := newProduced()
 	pr.produceRoundRobin(t, c, topic, before, "old", 40)
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
 		n := len(m.lines(t))
 		return n >= 40, fmt.Sprintf("kcat consumed %d of the 40 records of the first topic", n)
 	})
-	c.WaitCommitted(group, topic, pr.ends(before), 30*time.Second)
+	c.Groups.WaitCommitted(group, topic, pr.ends(before), 30*time.Second)
 
 	m.freeze(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -62,7 +62,7 @@ func TestGroups_KcatTopicRecreatedWithFewerPartitions(t *testing.T) {
 		t.Fatalf("DeleteTopics: %v %v", err, resp[topic].Err)
 	}
 	cluster.WaitFor(t, 20*time.Second, func() (bool, string) {
-		return !c.ZNodeExists("/brokers/topics/"+topic) && !c.ZNodeExists("/admin/delete_topics/"+topic), "topic deletion not complete"
+		return !c.ZK.Exists("/brokers/topics/"+topic) && !c.ZK.Exists("/admin/delete_topics/"+topic), "topic deletion not complete"
 	})
 	if offs := committedOffsetsOf(t, ctx, c, group)[topic]; len(offs) != 0 {
 		m.thaw(t)
@@ -97,9 +97,9 @@ func TestGroups_KcatTopicRecreatedWithFewerPartitions(t *testing.T) {
 	_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGTERM)
 	// The consumer's close as the broker sees it: the final commit of the new end offsets
 	// and the LeaveGroup.
-	c.WaitCommitted(group, topic, ends, 30*time.Second)
+	c.Groups.WaitCommitted(group, topic, ends, 30*time.Second)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		d, err := c.DescribeGroup(ctx, group)
+		d, err := c.Groups.Describe(ctx, group)
 		return err == nil && d.State == "Empty" && len(d.Members) == 0, fmt.Sprintf("group after SIGTERM: %s, %d members, %v", d.State, len(d.Members), err)
 	})
 	t.Logf("kcat committed and left the group %v after SIGTERM", time.Since(start).Round(time.Millisecond))

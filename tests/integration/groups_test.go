@@ -36,7 +36,7 @@ func TestGroups_KcatTwoMembersShareAndResume(t *testing.T) {
 
 	m1 := startKcatMember(t, c, group, topic)
 	m2 := startKcatMember(t, c, group, topic)
-	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	d := c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	for id, ps := range cluster.MemberPartitions(d, topic) {
 		if len(ps) == 0 {
 			t.Fatalf("member %s was assigned no partition: %v", id, cluster.MemberPartitions(d, topic))
@@ -69,7 +69,7 @@ func TestGroups_KcatTwoMembersShareAndResume(t *testing.T) {
 	ends := pr.ends(partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	committed, err := c.CommittedOffsets(ctx, group, topic)
+	committed, err := c.Groups.CommittedOffsets(ctx, group, topic)
 	if err != nil {
 		t.Fatalf("OffsetFetch after both members left: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestGroups_KcatTwoMembersShareAndResume(t *testing.T) {
 		}
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		d, err := c.DescribeGroup(ctx, group)
+		d, err := c.Groups.Describe(ctx, group)
 		return err == nil && d.State == "Empty" && len(d.Members) == 0, fmt.Sprintf("group after both left: %s, %d members, %v", d.State, len(d.Members), err)
 	})
 
@@ -168,7 +168,7 @@ func runKgoMidStream(t *testing.T, c *cluster.Cluster, topic, group string, opts
 	p := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic,
 		ackProducerOptions{every: 5 * time.Millisecond, perTick: 5, partitions: partitions})
 	members := map[string]*kgoMember{}
-	stopM3 := c.JoinLeaveMidStream(j, group, topic, partitions, 60*time.Second, func(name string) func() {
+	stopM3 := c.Groups.JoinLeaveMidStream(j, group, topic, partitions, 60*time.Second, func(name string) func() {
 		members[name] = startKgoMember(t, c, j, name, group, topic, opts...)
 		return members[name].stop
 	})
@@ -200,7 +200,7 @@ func TestGroups_StaticMemberRestartKeepsGenerationAndAssignment(t *testing.T) {
 	}
 	a := startKgoMember(t, c, nil, "a", group, topic, opts("static-a")...)
 	b := startKgoMember(t, c, nil, "b", group, topic, opts("static-b")...)
-	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	d := c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	memberOf := func(d kadm.DescribedGroup, instance string) kadm.DescribedGroupMember {
 		for _, m := range d.Members {
 			if m.InstanceID != nil && *m.InstanceID == instance {
@@ -246,7 +246,7 @@ func TestGroups_StaticMemberRestartKeepsGenerationAndAssignment(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d2, err := c.DescribeGroup(ctx, group)
+	d2, err := c.Groups.Describe(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestGroups_DuplicateStaticInstanceFencesTheOlder(t *testing.T) {
 	c.CreateTopic(topic, partitions, 3)
 	opts := []kgo.Opt{kgo.InstanceID("dup"), kgo.SessionTimeout(30 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond)}
 	older := startKgoMember(t, c, nil, "older", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 1, 60*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 1, 60*time.Second)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		as, _, _ := older.events()
 		return len(as) > 0, "older member not assigned yet"
@@ -296,7 +296,7 @@ func TestGroups_DuplicateStaticInstanceFencesTheOlder(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, err := c.DescribeGroup(ctx, group)
+	d, err := c.Groups.Describe(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
 	ends := pr.ends(partitions)
 
 	m := startKgoMember(t, c, nil, "decoder", memberGroup, topic)
-	c.WaitCommitted(memberGroup, topic, ends, 60*time.Second)
+	c.Groups.WaitCommitted(memberGroup, topic, ends, 60*time.Second)
 	m.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -358,7 +358,7 @@ func TestGroups_ConsumerOffsetsRecordsDecodeToOurCommits(t *testing.T) {
 	}
 	for g, want := range map[string]string{memberGroup: "consumer", adminGroup: ""} {
 		lg, ok := listed[g]
-		coord, cerr := c.GroupCoordinator(ctx, g)
+		coord, cerr := c.Groups.Coordinator(ctx, g)
 		if !ok || lg.ProtocolType != want || cerr != nil || lg.Coordinator != coord {
 			t.Errorf("ListGroups: %s %+v (listed %v), want protocol type %q listed by its coordinator %d (%v)", g, lg, ok, want, coord, cerr)
 		}
@@ -531,7 +531,7 @@ func TestGroups_LagIsLogEndMinusCommitted(t *testing.T) {
 
 	// A member consumes from the commits to the end; then 30 more records arrive.
 	m := startKgoMember(t, c, nil, "lagger", group, topic)
-	c.WaitCommitted(group, topic, ends, 60*time.Second)
+	c.Groups.WaitCommitted(group, topic, ends, 60*time.Second)
 	m.stop()
 	checkLag("after the member committed the end", map[int32]int64{0: 0, 1: 0, 2: 0})
 	pr.produceRoundRobin(t, c, topic, partitions, "more", 30)
@@ -552,23 +552,23 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	coord, err := c.GroupCoordinator(ctx, group)
+	coord, err := c.Groups.Coordinator(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pp := cluster.OffsetsPartitionFor(group, offsetsPartitions)
-	if st, err := c.PartitionState(cluster.OffsetsTopic, pp); err != nil || st.Leader != coord {
+	if st, err := c.ZK.PartitionState(cluster.OffsetsTopic, pp); err != nil || st.Leader != coord {
 		t.Errorf("FindCoordinator names broker %d; %s-%d is led by %d (%v)", coord, cluster.OffsetsTopic, pp, st.Leader, err)
 	}
 	killedAt := time.Now()
 	t.Logf("kill -9 coordinator %d (leader of %s-%d) at %s", coord, cluster.OffsetsTopic, pp, killedAt.Format("15:04:05.000"))
-	c.Kill(coord)
-	st := c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
+	c.Broker(coord).Kill()
+	st := c.ZK.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != coord, fmt.Sprintf("%s-%d: leader %d, want one other than %d", cluster.OffsetsTopic, pp, st.Leader, coord)
 	})
 	movedAfter := time.Since(killedAt)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		id, err := c.GroupCoordinator(ctx, group)
+		id, err := c.Groups.Coordinator(ctx, group)
 		return err == nil && id == st.Leader, fmt.Sprintf("FindCoordinator: %d (%v), want the new leader %d", id, err, st.Leader)
 	})
 	resumedAt := waitMemberCommits(t, j, killedAt, 12, session+30*time.Second, "since the kill")
@@ -579,7 +579,7 @@ func TestGroups_CoordinatorKillNineFailsOverCommitsNeverGoBack(t *testing.T) {
 		t.Errorf("commits resumed %v after the kill, want within the session timeout + 10 s = %v", resumed, limit)
 	}
 
-	c.StartBroker(coord)
+	c.Broker(coord).Start()
 	c.WaitRegistered(coord)
 	progressFrom := j.ProcessedCount()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
@@ -606,16 +606,16 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 	pp := cluster.OffsetsPartitionFor(group, offsetsPartitions)
 	waitCoordinator := func(what string, cond func(cluster.PartitionState) (bool, string)) int32 {
 		t.Helper()
-		st := c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, cond)
+		st := c.ZK.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, cond)
 		cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-			id, err := c.GroupCoordinator(ctx, group)
+			id, err := c.Groups.Coordinator(ctx, group)
 			return err == nil && id == st.Leader, fmt.Sprintf("%s: FindCoordinator %d (%v), want the leader %d of %s-%d", what, id, err, st.Leader, cluster.OffsetsTopic, pp)
 		})
 		t.Logf("%s: broker %d coordinates (leader epoch %d of %s-%d)", what, st.Leader, st.LeaderEpoch, cluster.OffsetsTopic, pp)
 		return st.Leader
 	}
 	a := waitCoordinator("start", func(st cluster.PartitionState) (bool, string) { return st.Leader >= 0, "no leader" })
-	assignment, err := c.TopicAssignment(cluster.OffsetsTopic)
+	assignment, err := c.ZK.TopicAssignment(cluster.OffsetsTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +625,7 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 
 	// 1. kill -9 A: B coordinates.
 	killed := time.Now()
-	c.Kill(a)
+	c.Broker(a).Kill()
 	b := waitCoordinator("A killed", func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != a, fmt.Sprintf("leader %d", st.Leader)
 	})
@@ -633,9 +633,9 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 
 	// 2. A back as a follower, in the ISR; a preferred election hands it the partition: B
 	// resigns alive and A loads what B committed.
-	c.StartBroker(a)
+	c.Broker(a).Start()
 	c.WaitRegistered(a)
-	c.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(cluster.OffsetsTopic, pp, 45*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return slices.Contains(st.ISR, a), fmt.Sprintf("ISR %v without %d", st.ISR, a)
 	})
 	waitMemberCommits(t, j, time.Now(), 10, 30*time.Second, "after A rejoined the ISR")
@@ -652,14 +652,14 @@ func TestGroups_CoordinatorMovesAwayAndBackNeverServesStaleOffsets(t *testing.T)
 
 	// 3. kill -9 A again: B, which coordinated the group before, loads the partition again.
 	killed = time.Now()
-	c.Kill(a)
+	c.Broker(a).Kill()
 	if again := waitCoordinator("A killed again", func(st cluster.PartitionState) (bool, string) {
 		return st.Leader >= 0 && st.Leader != a, fmt.Sprintf("leader %d", st.Leader)
 	}); again != b {
 		t.Logf("broker %d (not %d) took the partition the second time", again, b)
 	}
 	waitMemberCommits(t, j, killed, 20, session+30*time.Second, "after the second kill")
-	c.StartBroker(a)
+	c.Broker(a).Start()
 	c.WaitRegistered(a)
 
 	pr, final := drainCommits(t, c, p, group, topic, partitions, func() { m1.stop(); m2.stop() })
@@ -686,7 +686,7 @@ func TestGroups_KcatFrozenMemberExpiresPartnerResumesAtItsCommits(t *testing.T) 
 
 	live := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-live")
 	frozen := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-frozen")
-	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	d := c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	var frozenParts []int32
 	for _, m := range d.Members {
 		if m.ClientID == "kcat-frozen" {
@@ -703,11 +703,11 @@ func TestGroups_KcatFrozenMemberExpiresPartnerResumesAtItsCommits(t *testing.T) 
 		n := len(live.lines(t)) + len(frozen.lines(t))
 		return n >= 600, fmt.Sprintf("consumed %d of 600", n)
 	})
-	c.WaitCommitted(group, topic, ends, 30*time.Second)
+	c.Groups.WaitCommitted(group, topic, ends, 30*time.Second)
 
 	frozen.freeze(t)
 	frozenAt := time.Now()
-	c.WaitGroupStable(group, topic, partitions, 1, session+10*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 1, session+10*time.Second)
 	t.Logf("the frozen member (partitions %v) was expired and its partitions reassigned %v after SIGSTOP",
 		frozenParts, time.Since(frozenAt).Round(time.Millisecond))
 	before := len(live.lines(t))
@@ -750,9 +750,9 @@ func TestGroups_KcatFrozenMemberExpiresPartnerResumesAtItsCommits(t *testing.T) 
 	}
 
 	frozen.thaw(t)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	final := pr.ends(partitions)
-	c.WaitCommitted(group, topic, final, 30*time.Second)
+	c.Groups.WaitCommitted(group, topic, final, 30*time.Second)
 	live.terminate(t)
 	frozen.terminate(t)
 	for _, v := range j.CommitViolations(final) {
@@ -783,12 +783,12 @@ func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
 		kgo.MetadataMinAge(250 * time.Millisecond), kgo.Balancers(kgo.RangeBalancer())}
 	m1 := startKgoMember(t, c, j, "m1", group, topic, opts...)
 	m2 := startKgoMember(t, c, j, "m2", group, topic, opts...)
-	c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "before the third member")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	coord, err := c.GroupCoordinator(ctx, group)
+	coord, err := c.Groups.Coordinator(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -797,17 +797,17 @@ func TestGroups_CoordinatorKilledMidRebalanceGroupSettles(t *testing.T) {
 	// Stable), polling DescribeGroups; if the rebalance completes first, the kill still hits
 	// a group whose latest generation was just written.
 	cluster.Poll(10*time.Second, func() (bool, string) {
-		d, err := c.DescribeGroup(ctx, group)
+		d, err := c.Groups.Describe(ctx, group)
 		return err == nil && d.State != "Stable", fmt.Sprintf("%s %v", d.State, err)
 	})
-	d, _ := c.DescribeGroup(ctx, group)
+	d, _ := c.Groups.Describe(ctx, group)
 	killed := time.Now()
-	c.Kill(coord)
+	c.Broker(coord).Kill()
 	t.Logf("killed coordinator %d while the group was %s with %d members", coord, d.State, len(d.Members))
-	c.WaitGroupStable(group, topic, partitions, 3, session+45*time.Second)
+	c.Groups.WaitStable(group, topic, partitions, 3, session+45*time.Second)
 	t.Logf("Stable with 3 members %v after the kill", time.Since(killed).Round(time.Millisecond))
 	waitMemberCommits(t, j, time.Now(), 20, 60*time.Second, "after the group settled")
-	c.StartBroker(coord)
+	c.Broker(coord).Start()
 	c.WaitRegistered(coord)
 
 	pr, final := drainCommits(t, c, p, group, topic, partitions, func() {
@@ -836,20 +836,20 @@ func TestGroups_OffsetsExpireOneRetentionAfterGroupEmptyNotWhileActive(t *testin
 
 	leaver := startKgoMember(t, c, nil, "leaver", gone, topic)
 	stayer := startKgoMember(t, c, nil, "stayer", active, topic)
-	c.WaitCommitted(gone, topic, ends, 60*time.Second)
-	c.WaitCommitted(active, topic, ends, 60*time.Second)
+	c.Groups.WaitCommitted(gone, topic, ends, 60*time.Second)
+	c.Groups.WaitCommitted(active, topic, ends, 60*time.Second)
 	leaver.stop() // LeaveGroup: the group becomes Empty
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		d, err := c.DescribeGroup(ctx, gone)
+		d, err := c.Groups.Describe(ctx, gone)
 		return err == nil && d.State == "Empty", fmt.Sprintf("%s is %s (%v)", gone, d.State, err)
 	})
 	emptyAt := time.Now()
 
 	var expiredAfter time.Duration
 	cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
-		got, err := c.CommittedOffsets(ctx, gone, topic)
+		got, err := c.Groups.CommittedOffsets(ctx, gone, topic)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -864,7 +864,7 @@ func TestGroups_OffsetsExpireOneRetentionAfterGroupEmptyNotWhileActive(t *testin
 	if expiredAfter < 59*time.Second || expiredAfter > 80*time.Second {
 		t.Errorf("offsets of the Empty group expired %v after it became Empty, want one retention (1 min) + up to a check interval", expiredAfter)
 	}
-	got, err := c.CommittedOffsets(ctx, active, topic)
+	got, err := c.Groups.CommittedOffsets(ctx, active, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -919,7 +919,7 @@ func TestGroups_KcatAndKgoShareOneGroupOnTheCommonAssignor(t *testing.T) {
 	j := cluster.NewGroupJournal()
 	kc := startKcatMember(t, c, group, topic, "-X", "client.id=kcat-mixed", "-X", "partition.assignment.strategy=range,roundrobin")
 	kg := startKgoMember(t, c, j, "kgo-range", group, topic, kgo.Balancers(kgo.RangeBalancer()))
-	d := c.WaitGroupStable(group, topic, partitions, 2, 60*time.Second)
+	d := c.Groups.WaitStable(group, topic, partitions, 2, 60*time.Second)
 	if d.Protocol != "range" || d.ProtocolType != "consumer" {
 		t.Errorf("group protocol %q type %q, want range / consumer", d.Protocol, d.ProtocolType)
 	}
@@ -946,7 +946,7 @@ func TestGroups_KcatAndKgoShareOneGroupOnTheCommonAssignor(t *testing.T) {
 		return false, fmt.Sprintf("cooperative-only member's group errors %v, want INCONSISTENT_GROUP_PROTOCOL", errs)
 	})
 	coop.stop()
-	if d2 := c.WaitGroupStable(group, topic, partitions, 2, 30*time.Second); d2.Protocol != "range" {
+	if d2 := c.Groups.WaitStable(group, topic, partitions, 2, 30*time.Second); d2.Protocol != "range" {
 		t.Errorf("after the refused member the group's protocol is %q", d2.Protocol)
 	}
 	kc.terminate(t)

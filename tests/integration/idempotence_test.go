@@ -61,7 +61,7 @@ func TestIdempotence_DistinctProducerIDsAcrossBrokers(t *testing.T) {
 	var blocks []string
 	for _, id := range ids {
 		for i := 0; i < 3; i++ {
-			resp := initProducerID(t, c.Addr(id))
+			resp := initProducerID(t, c.Broker(id).Addr)
 			if other, dup := seen[resp.ProducerID]; dup {
 				t.Fatalf("producer id %d handed out by broker %d and broker %d", resp.ProducerID, other, id)
 			}

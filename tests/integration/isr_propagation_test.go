@@ -23,13 +23,13 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	const topic = "k5"
 	assignment := c.CreateTopic(topic, 1, 3)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Stop a follower that is not the controller: the controller turns the leader's
 	// /isr_change_notification into UpdateMetadata, and a stopped controller cannot.
-	ctrl, _ := c.WaitController(10 * time.Second)
+	ctrl, _ := c.ZK.WaitController(10 * time.Second)
 	var follower int32 = -1
 	for _, r := range assignment[0] {
 		if r != st0.Leader && r != ctrl {
@@ -45,7 +45,7 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				parts, err := cluster.MetadataPartitions(ctx, c.Addr(id), topic)
+				parts, err := cluster.MetadataPartitions(ctx, c.Broker(id).Addr, topic)
 				cancel()
 				if err != nil {
 					return false, fmt.Sprintf("broker %d: %v", id, err)
@@ -62,14 +62,14 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	w := startAckProducer(t, c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner())), topic, replicationLoad(1))
 	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(); return n >= 200, fmt.Sprintf("%d acknowledged", n) })
 	stoppedAt := time.Now()
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	var shrunk []int32
 	for _, r := range assignment[0] {
 		if r != follower {
 			shrunk = append(shrunk, r)
 		}
 	}
-	c.WaitPartitionState(topic, 0, lag*3/2+3*time.Second, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topic, 0, lag*3/2+3*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return cluster.SameMembers(st.ISR, shrunk), fmt.Sprintf("ZooKeeper ISR %v, want %v", st.ISR, shrunk)
 	})
 	inZK := time.Now()
@@ -77,7 +77,7 @@ func TestK5_IsrChangeReachesEveryBrokersMetadata(t *testing.T) {
 	cluster.WaitFor(t, 12*time.Second, metadataISR(shrunk))
 	t.Logf("ISR change reached every broker's metadata %v after the ZooKeeper write (%v after SIGSTOP)",
 		time.Since(inZK).Round(time.Millisecond), time.Since(stoppedAt).Round(time.Millisecond))
-	c.Cont(follower)
+	c.Broker(follower).Resume()
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	cluster.WaitFor(t, 20*time.Second, metadataISR(assignment[0]))
 	acks, _ := w.stop(t)

@@ -36,7 +36,7 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 	defer cancel()
 
 	// CreateTopics num_partitions 2^31-1: INVALID_PARTITIONS naming the limit, fast, RSS flat.
-	rss0 := vmRSS(t, c.Pid(1))
+	rss0 := vmRSS(t, c.Broker(1).Pid())
 	for _, validateOnly := range []bool{true, false} {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis, req.ValidateOnly = 10000, validateOnly
@@ -56,7 +56,7 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 			t.Fatalf("validate_only=%v: answered after %v", validateOnly, d)
 		}
 	}
-	if rss1 := vmRSS(t, c.Pid(1)); rss1 > rss0+64<<20 {
+	if rss1 := vmRSS(t, c.Broker(1).Pid()); rss1 > rss0+64<<20 {
 		t.Fatalf("broker RSS grew from %d to %d bytes on refused CreateTopics", rss0, rss1)
 	}
 
@@ -65,13 +65,13 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 	const src = "127.0.0.77"
 	var conns []net.Conn
 	for i := 0; i < 50; i++ {
-		nc := dialFrom(t, src, c.Addr(1))
+		nc := dialFrom(t, src, c.Broker(1).Addr)
 		if err := apiVersions(nc); err != nil {
 			t.Fatalf("connection %d of 50: %v", i+1, err)
 		}
 		conns = append(conns, nc)
 	}
-	over := dialFrom(t, src, c.Addr(1))
+	over := dialFrom(t, src, c.Broker(1).Addr)
 	if err := apiVersions(over); err == nil {
 		t.Fatal("the 51st connection from one address was served with max.connections.per.ip=50")
 	}
@@ -82,17 +82,17 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 	}
 	_ = conns[0].Close()
 	cluster.WaitFor(t, 10*time.Second, func() (bool, string) {
-		nc := dialFrom(t, src, c.Addr(1))
+		nc := dialFrom(t, src, c.Broker(1).Addr)
 		err := apiVersions(nc)
 		return err == nil, "a slot freed by closing a connection: " + errString(err)
 	})
-	if !strings.Contains(c.Output(1), "address already has the configured maximum of 50 connections") {
+	if !strings.Contains(c.Broker(1).Output(), "address already has the configured maximum of 50 connections") {
 		t.Error("the broker did not log the rejected connection")
 	}
 
 	// __consumer_offsets, created by a FindCoordinator, is listed with is_internal=true.
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		resp, err := cluster.FindCoordinator(ctx, c.Addr(1), "g")
+		resp, err := cluster.FindCoordinator(ctx, c.Broker(1).Addr, "g")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -120,7 +120,7 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 	if out := adminOK(t, "topics", bsArg, "--list", "--exclude-internal"); strings.Contains(out, "__consumer_offsets") || !strings.Contains(out, "plain\n") {
 		t.Fatalf("topics --list --exclude-internal: %q, want plain only", out)
 	}
-	if _, err := c.ProduceOnce(ctx, 1, "__consumer_offsets", 0, 1, 5*time.Second, []byte("x")); !errors.Is(err, kerr.InvalidTopicException) {
+	if _, err := c.Broker(1).ProduceOnce(ctx, "__consumer_offsets", 0, 1, 5*time.Second, []byte("x")); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("produce to __consumer_offsets: %v, want INVALID_TOPIC_EXCEPTION", err)
 	}
 }
@@ -129,7 +129,7 @@ func TestBrokerLimitsAndInternalTopics(t *testing.T) {
 func TestBrokerClosesIdleConnections(t *testing.T) {
 	const idle = 2 * time.Second
 	c := cluster.Start(t, cluster.Options{Brokers: 1, Overrides: map[string]string{"connections.max.idle.ms": strconv.Itoa(int(idle / time.Millisecond))}})
-	nc := dialFrom(t, "127.0.0.78", c.Addr(1))
+	nc := dialFrom(t, "127.0.0.78", c.Broker(1).Addr)
 	if err := apiVersions(nc); err != nil {
 		t.Fatal(err)
 	}

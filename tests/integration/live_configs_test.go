@@ -74,16 +74,16 @@ func TestLiveConfig_MinInsyncReplicas(t *testing.T) {
 	c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {1, 2, 3}}, nil)
 	coord := zkAdmin(t, c)
 
-	if code := c.Terminate(3); code != 0 {
+	if code := c.Broker(3).Terminate(); code != 0 {
 		t.Fatalf("broker 3 exited with %d", code)
 	}
-	c.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topic, 0, 30*time.Second, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == 1 && cluster.SameMembers(st.ISR, []int32{1, 2}), fmt.Sprintf("leader %d ISR %v, want 1 [1 2]", st.Leader, st.ISR)
 	})
 	produce := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := c.ProduceOnce(ctx, 1, topic, 0, -1, 5*time.Second, []byte("v"))
+		_, err := c.Broker(1).ProduceOnce(ctx, topic, 0, -1, 5*time.Second, []byte("v"))
 		return err
 	}
 	if err := produce(); err != nil {
@@ -114,7 +114,7 @@ func TestLiveConfig_MinInsyncReplicas(t *testing.T) {
 // segmentFiles lists the .log files of topic-p on broker id, oldest first, with their sizes.
 func segmentFiles(t *testing.T, c *cluster.Cluster, id int32, topic string, p int32) (names []string, sizes []int64) {
 	t.Helper()
-	dir := filepath.Join(c.LogDir(id), fmt.Sprintf("%s-%d", topic, p))
+	dir := filepath.Join(c.Broker(id).LogDir, fmt.Sprintf("%s-%d", topic, p))
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func produceN(t *testing.T, c *cluster.Cluster, id int32, topic string, n, size 
 	defer cancel()
 	v := []byte(strings.Repeat("x", size))
 	for i := 0; i < n; i++ {
-		if _, err := c.ProduceOnce(ctx, id, topic, 0, -1, 5*time.Second, v); err != nil {
+		if _, err := c.Broker(id).ProduceOnce(ctx, topic, 0, -1, 5*time.Second, v); err != nil {
 			t.Fatalf("produce %d to %s: %v", i, topic, err)
 		}
 	}
@@ -341,7 +341,7 @@ func TestLiveConfig_DynamicBrokerConfigs(t *testing.T) {
 	}
 	c.CreateTopicWithAssignment(topic, assignment, nil)
 	threadsOf := func(id int32) float64 {
-		_, threads, err := c.FetcherPartitionCounts(id)
+		_, threads, err := c.Broker(id).FetcherPartitionCounts()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func TestDescribeLogDirs(t *testing.T) {
 		for p := int32(0); p < 2; p++ {
 			sizes := map[int64]bool{}
 			for _, id := range c.IDs() {
-				leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(id, topic, p))
+				leo, err := cluster.LogEndOffsetOnDisk(c.Broker(id).PartitionDir(topic, p))
 				if err != nil || leo != ends[p] {
 					return false, fmt.Sprintf("broker %d %s-%d LEO %d of %d (%v)", id, topic, p, leo, ends[p], err)
 				}
@@ -102,7 +102,7 @@ func TestDescribeLogDirs(t *testing.T) {
 	var total int64
 	for _, id := range c.IDs() {
 		dirs := all[id]
-		abs, _ := filepath.Abs(c.LogDir(id))
+		abs, _ := filepath.Abs(c.Broker(id).LogDir)
 		if len(dirs) != 1 || dirs[abs].Dir != abs {
 			t.Fatalf("broker %d dirs %v, want exactly %s", id, keys(dirs), abs)
 		}
@@ -111,7 +111,7 @@ func TestDescribeLogDirs(t *testing.T) {
 		}
 		for p := int32(0); p < 2; p++ {
 			d, _ := findReplica(all, id, topic, p)
-			onDisk, err := segmentBytesOnDisk(c.PartitionDir(id, topic, p))
+			onDisk, err := segmentBytesOnDisk(c.Broker(id).PartitionDir(topic, p))
 			if err != nil || d.Size != onDisk || d.Size <= 0 {
 				t.Fatalf("broker %d %s-%d size %d, segment files %d bytes (%v)", id, topic, p, d.Size, onDisk, err)
 			}
@@ -148,7 +148,7 @@ func TestDescribeLogDirs(t *testing.T) {
 
 	// `isrbroker log-dirs` prints Kafka's two lines and JSON, for the listed brokers and
 	// topics only, with the sizes the brokers report.
-	out := adminOK(t, "log-dirs", "--bootstrap-server", c.Addr(1), "--describe", "--broker-list", "1,2", "--topic-list", topic)
+	out := adminOK(t, "log-dirs", "--bootstrap-server", c.Broker(1).Addr, "--describe", "--broker-list", "1,2", "--topic-list", topic)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || lines[0] != "Querying brokers for log directories information" ||
 		lines[1] != "Received log directory information from brokers 1,2" {

@@ -85,7 +85,7 @@ func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		var all []jsonLogLine
 		for _, id := range c.IDs() {
-			lines, bad := jsonLogLines(c.Output(id))
+			lines, bad := jsonLogLines(c.Broker(id).Output())
 			if len(bad) > 0 {
 				return false, fmt.Sprintf("broker %d: %d bad lines, first: %s", id, len(bad), bad[0])
 			}
@@ -114,7 +114,7 @@ func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
 	// Every line so far, of both brokers, is JSON with a component (checked again after the
 	// wait: the lines written meanwhile too).
 	for _, id := range c.IDs() {
-		lines, bad := jsonLogLines(c.Output(id))
+		lines, bad := jsonLogLines(c.Broker(id).Output())
 		for _, b := range bad {
 			t.Errorf("broker %d: %s", id, b)
 		}
@@ -126,9 +126,9 @@ func TestLogsJSONWithAComponentOnEveryLine(t *testing.T) {
 	// Kafka's state-change.log: after kill -9 of broker 2, the leader of partition 1, the
 	// controller (broker 1, elected anew if broker 2 held the role) elects broker 1 with a new
 	// leader epoch and logs the partition's transition as component=state-change.
-	c.Kill(2)
+	c.Broker(2).Kill()
 	cluster.WaitFor(t, 60*time.Second, func() (bool, string) {
-		lines, bad := jsonLogLines(c.Output(1))
+		lines, bad := jsonLogLines(c.Broker(1).Output())
 		if len(bad) > 0 {
 			return false, "broker 1: " + bad[0]
 		}

@@ -18,7 +18,7 @@ import (
 // scrape GETs broker id's /metrics and parses it with the Prometheus text parser.
 func scrape(t *testing.T, c *cluster.Cluster, id int32) (map[string]*dto.MetricFamily, error) {
 	t.Helper()
-	text, err := c.Metrics(id)
+	text, err := c.Broker(id).Metrics()
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func TestMetricsExposition_KafkaNamesMoveAndURPFollowsStoppedFollower(t *testing
 	assignment := c.CreateTopic(topic, 1, 3)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	c.WaitMetadataLeaders(topic, 1, 30*time.Second)
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +177,11 @@ func TestMetricsExposition_KafkaNamesMoveAndURPFollowsStoppedFollower(t *testing
 	pcl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	w := startAckProducer(t, pcl, topic, ackProducerOptions{every: 20 * time.Millisecond, perTick: 1, partitions: 1})
 	cluster.WaitFor(t, 20*time.Second, func() (bool, string) { n := w.count(); return n >= 20, fmt.Sprintf("%d acknowledged", n) })
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	stopped := true
 	defer func() {
 		if stopped {
-			c.Cont(follower)
+			c.Broker(follower).Resume()
 		}
 	}()
 	cluster.WaitFor(t, lag*3/2+5*time.Second, func() (bool, string) {
@@ -193,7 +193,7 @@ func TestMetricsExposition_KafkaNamesMoveAndURPFollowsStoppedFollower(t *testing
 		shrinks := sampleOf(m, "kafka_server_replicamanager_isrshrinks_total", nil)
 		return v == 1 && shrinks > shrinksBefore, fmt.Sprintf("leader %d: %s = %v, IsrShrinks %v (before %v) after SIGSTOP of %d", leader, urp, v, shrinks, shrinksBefore, follower)
 	})
-	c.Cont(follower)
+	c.Broker(follower).Resume()
 	stopped = false
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		m, err := scrape(t, c, leader)

@@ -17,11 +17,11 @@ const activeControllerCount = "kafka_controller_kafkacontroller_activecontroller
 // (docs/kafka-facts.md §9).
 func TestMetricsEndpoint_ActiveControllerCountSumsToOne(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
-	ctrl, _ := c.WaitController(30 * time.Second)
+	ctrl, _ := c.ZK.WaitController(30 * time.Second)
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
 		sum := 0.0
 		for _, id := range c.IDs() {
-			text, err := c.Metrics(id)
+			text, err := c.Broker(id).Metrics()
 			if err != nil {
 				return false, fmt.Sprintf("broker %d metrics: %v", id, err)
 			}

@@ -26,15 +26,15 @@ func failLeaderAndReturn(t *testing.T, c *cluster.Cluster, topic string, p *ackP
 	t.Helper()
 	const preferred = 2
 	p.waitProgress(t, 300, failoverTimeout, "before the kill")
-	c.Kill(preferred)
-	failed = c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+	c.Broker(preferred).Kill()
+	failed = c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader != preferred && st.Leader >= 0, "waiting for the failover away from broker 2"
 	})
 	t.Logf("broker %d killed; %s-0 failed over to broker %d (leader epoch %d)", preferred, topic, failed.Leader, failed.LeaderEpoch)
 	p.waitProgress(t, 300, failoverTimeout, "after the failover")
-	c.StartBroker(preferred)
+	c.Broker(preferred).Start()
 	c.WaitRegistered(preferred)
-	back = c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+	back = c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return slices.Contains(st.ISR, preferred), "waiting for broker 2 to rejoin the ISR"
 	})
 	t.Logf("broker %d back in the ISR of %s-0: %+v", preferred, topic, back)
@@ -43,11 +43,11 @@ func failLeaderAndReturn(t *testing.T, c *cluster.Cluster, topic string, p *ackP
 
 // controllerMetric reads PreferredReplicaImbalanceCount from the current controller.
 func controllerMetric(c *cluster.Cluster) (float64, string) {
-	id, err := c.ControllerID()
+	id, err := c.ZK.ControllerID()
 	if err != nil || id < 0 {
 		return -1, fmt.Sprintf("no controller (%v)", err)
 	}
-	v, err := c.MetricSum(id, preferredImbalance)
+	v, err := c.Broker(id).MetricSum(preferredImbalance)
 	if err != nil {
 		return -1, err.Error()
 	}
@@ -99,7 +99,7 @@ func TestK7_PreferredElectionMovesLeadershipBack(t *testing.T) {
 	if r.ExitCode != 0 || r.Stdout != "Successfully completed leader election (PREFERRED) for partitions pref-0\n" {
 		t.Fatalf("leader-election: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
 	}
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestK7_PreferredElectionMovesLeadershipBack(t *testing.T) {
 	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "Valid replica already elected for partitions pref-0") {
 		t.Fatalf("second leader-election: exit %d\nstdout: %s\nstderr: %s", r.ExitCode, r.Stdout, r.Stderr)
 	}
-	if again, _ := c.PartitionState(topic, 0); again.LeaderEpoch != st.LeaderEpoch {
+	if again, _ := c.ZK.PartitionState(topic, 0); again.LeaderEpoch != st.LeaderEpoch {
 		t.Fatalf("the no-op election changed the state: %+v (was %+v)", again, st)
 	}
 	checkProducedLogs(t, c, topic, p)
@@ -133,7 +133,7 @@ func TestK7_AutoLeaderRebalanceMovesLeadershipBack(t *testing.T) {
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	p := startAckProducer(t, c.Client(), topic, preferredLoad)
 	failed, _ := failLeaderAndReturn(t, c, topic, p)
-	st := c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+	st := c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == 2, "waiting for the automatic leader rebalance"
 	})
 	// The leader's own ISR changes keep the leader epoch: the rebalance is the one bump.

@@ -272,7 +272,7 @@ func TestReadmeCommands(t *testing.T) {
 		e.cl, e.adm = cl, kadm.NewClient(cl)
 	} else {
 		c := cluster.Start(t, cluster.Options{})
-		e.zk, e.bootstrap, e.seeds = c.ZK.Addr, c.Addr(1), c.BootstrapAddrs()
+		e.zk, e.bootstrap, e.seeds = c.ZK.Addr, c.Broker(1).Addr, c.BootstrapAddrs()
 		// `isrbroker` as the README writes it: the harness's binary first on PATH.
 		bin := filepath.Join(t.TempDir(), "bin")
 		if err := os.MkdirAll(bin, 0o755); err != nil {

@@ -57,7 +57,7 @@ func throttleReplication(t *testing.T, c *cluster.Cluster, topic string, rate in
 // topicZNodeMoves reads the KIP-455 maps of /brokers/topics/<t>.
 func topicZNodeMoves(t *testing.T, c *cluster.Cluster, topic string) (adding, removing map[string][]int32) {
 	t.Helper()
-	data, _, err := c.ZNode("/brokers/topics/" + topic)
+	data, _, err := c.ZK.Get("/brokers/topics/" + topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,19 +157,19 @@ func TestAlterPartitionReassignmentsUnderLoad(t *testing.T) {
 	if !reflect.DeepEqual(adding, map[string][]int32{"0": {3}}) || !reflect.DeepEqual(removing, map[string][]int32{"0": {1}}) {
 		t.Fatalf("topic znode while moving: adding %v removing %v", adding, removing)
 	}
-	if a, _ := c.TopicAssignment(topic); !reflect.DeepEqual(a[0], []int32{2, 3, 1}) {
+	if a, _ := c.ZK.TopicAssignment(topic); !reflect.DeepEqual(a[0], []int32{2, 3, 1}) {
 		t.Fatalf("RS while moving %v", a[0])
 	}
 
 	waitReassignmentDone(t, c, topic, 90*time.Second)
-	if a, err := c.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{2, 3}) {
+	if a, err := c.ZK.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{2, 3}) {
 		t.Fatalf("assignment after: %v %v", a, err)
 	}
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil || !cluster.SameMembers(st.ISR, []int32{2, 3}) || st.Leader == 1 {
 		t.Fatalf("state after: %+v %v", st, err)
 	}
-	c.WaitPartitionDirGone(1, topic, 0, 30*time.Second)
+	c.Broker(1).WaitPartitionDirGone(topic, 0, 30*time.Second)
 	atDone := w.count()
 	w.waitProgress(t, atDone+500, time.Minute, "acks after the reassignment")
 	want, _ := w.stop(t)
@@ -214,10 +214,10 @@ func TestCancelPartitionReassignment(t *testing.T) {
 	}
 	// Broker 3 has started copying.
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(3, topic, 0))
+		leo, err := cluster.LogEndOffsetOnDisk(c.Broker(3).PartitionDir(topic, 0))
 		return err == nil && leo > 0, fmt.Sprintf("broker 3 LEO %d (%v)", leo, err)
 	})
-	if st, _ := c.PartitionState(topic, 0); cluster.SameMembers(st.ISR, []int32{1, 2, 3}) {
+	if st, _ := c.ZK.PartitionState(topic, 0); cluster.SameMembers(st.ISR, []int32{1, 2, 3}) {
 		t.Fatal("broker 3 caught up before the cancel: the throttle is not in force")
 	}
 	var cancelReq kadm.AlterPartitionAssignmentsReq
@@ -226,15 +226,15 @@ func TestCancelPartitionReassignment(t *testing.T) {
 		t.Fatalf("cancel: %v", err)
 	}
 	waitReassignmentDone(t, c, topic, 30*time.Second)
-	a, err := c.TopicAssignment(topic)
+	a, err := c.ZK.TopicAssignment(topic)
 	if err != nil || !cluster.SameMembers(a[0], []int32{1, 2}) || len(a[0]) != 2 {
 		t.Fatalf("assignment after cancel: %v %v", a, err)
 	}
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil || !cluster.SameMembers(st.ISR, []int32{1, 2}) || (st.Leader != 1 && st.Leader != 2) {
 		t.Fatalf("state after cancel: %+v %v", st, err)
 	}
-	c.WaitPartitionDirGone(3, topic, 0, 30*time.Second)
+	c.Broker(3).WaitPartitionDirGone(topic, 0, 30*time.Second)
 	if r := alterAssignments(t, adm, cancelReq)[topic][0]; !errors.Is(r.Err, kerr.NoReassignmentInProgress) {
 		t.Fatalf("second cancel: %v", r.Err)
 	}
@@ -246,7 +246,7 @@ func TestCancelPartitionReassignment(t *testing.T) {
 // deleted, nothing left in the topic znode or the list.
 func TestAPIReassignmentSurvivesControllerFailover(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
-	ctl, _ := c.WaitController(30 * time.Second)
+	ctl, _ := c.ZK.WaitController(30 * time.Second)
 	var others []int32
 	for _, id := range c.IDs() {
 		if id != ctl {
@@ -256,7 +256,7 @@ func TestAPIReassignmentSurvivesControllerFailover(t *testing.T) {
 	from, to := others[0], others[1]
 	const topic = "failover-move"
 	c.CreateTopicWithAssignment(topic, map[int32][]int32{0: {from}}, nil)
-	c.WaitTopicOnline(topic, 30*time.Second)
+	c.ZK.WaitTopicOnline(topic, 30*time.Second)
 	produceRandom(t, c, topic, 2000, 1000, 9) // 2 MB: 10 s at the throttle
 	throttleReplication(t, c, topic, 200_000)
 
@@ -266,32 +266,32 @@ func TestAPIReassignmentSurvivesControllerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(to, topic, 0))
+		leo, err := cluster.LogEndOffsetOnDisk(c.Broker(to).PartitionDir(topic, 0))
 		return err == nil && leo > 0, fmt.Sprintf("broker %d LEO %d (%v)", to, leo, err)
 	})
-	if st, _ := c.PartitionState(topic, 0); cluster.SameMembers(st.ISR, []int32{from, to}) {
+	if st, _ := c.ZK.PartitionState(topic, 0); cluster.SameMembers(st.ISR, []int32{from, to}) {
 		t.Fatal("the copy finished before the failover: the throttle is not in force")
 	}
-	c.Kill(ctl)
+	c.Broker(ctl).Kill()
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		id, err := c.ControllerID()
+		id, err := c.ZK.ControllerID()
 		return err == nil && id != ctl && id >= 0, fmt.Sprintf("controller %d (%v)", id, err)
 	})
 	// The list goes to the new controller; the move is still there until it completes.
 	waitReassignmentDone(t, c, topic, 90*time.Second)
-	if a, err := c.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{to}) {
+	if a, err := c.ZK.TopicAssignment(topic); err != nil || !reflect.DeepEqual(a[0], []int32{to}) {
 		t.Fatalf("assignment after failover: %v %v", a, err)
 	}
-	if st, err := c.PartitionState(topic, 0); err != nil || st.Leader != to || !reflect.DeepEqual(st.ISR, []int32{to}) {
+	if st, err := c.ZK.PartitionState(topic, 0); err != nil || st.Leader != to || !reflect.DeepEqual(st.ISR, []int32{to}) {
 		t.Fatalf("state after failover: %+v %v", st, err)
 	}
-	c.WaitPartitionDirGone(from, topic, 0, 30*time.Second)
+	c.Broker(from).WaitPartitionDirGone(topic, 0, 30*time.Second)
 }
 
 // znodeConfig reads a /config/topics or /config/brokers znode's "config" map (empty when absent).
 func znodeConfig(t *testing.T, c *cluster.Cluster, path string) map[string]string {
 	t.Helper()
-	data, _, err := c.ZNode(path)
+	data, _, err := c.ZK.Get(path)
 	if err != nil {
 		return map[string]string{}
 	}
@@ -318,7 +318,7 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 	waitFullISR(t, c, "tooled", map[int32][]int32{0: {1, 2}}, 30*time.Second)
 	produceRandom(t, c, "tooled", 3000, 1000, 10) // 3 MB: 30 s at the throttle
 	produceRandom(t, c, "quick", 100, 1000, 11)
-	boot := c.Addr(1)
+	boot := c.Broker(1).Addr
 
 	// --throttle sets Kafka 2.6's throttle configs through IncrementalAlterConfigs: the rates on
 	// every broker of the old and new replica sets, the moving replicas on the topic.
@@ -338,7 +338,7 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 		}
 	}
 	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-		leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(3, "tooled", 0))
+		leo, err := cluster.LogEndOffsetOnDisk(c.Broker(3).PartitionDir("tooled", 0))
 		return err == nil && leo > 0, fmt.Sprintf("broker 3 LEO %d (%v)", leo, err)
 	})
 	r := admin(t, "reassign-partitions", "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
@@ -351,7 +351,7 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 		t.Fatalf("cancel output:\n%s", out)
 	}
 	waitReassignmentDone(t, c, "tooled", 30*time.Second)
-	c.WaitPartitionDirGone(3, "tooled", 0, 30*time.Second)
+	c.Broker(3).WaitPartitionDirGone("tooled", 0, 30*time.Second)
 	out = adminOK(t, "reassign-partitions", "--bootstrap-server", boot, "--cancel", "--reassignment-json-file", plan)
 	if !strings.Contains(out, "None of the specified partition reassignments are active.") {
 		t.Fatalf("second cancel output:\n%s", out)
@@ -380,7 +380,7 @@ func TestReassignToolBootstrapServer(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Reassignment of partition quick-0 is complete.") {
 		t.Fatalf("verify complete:\n%s", r.Stdout)
 	}
-	if a, err := c.TopicAssignment("quick"); err != nil || !reflect.DeepEqual(a[0], []int32{3}) {
+	if a, err := c.ZK.TopicAssignment("quick"); err != nil || !reflect.DeepEqual(a[0], []int32{3}) {
 		t.Fatalf("quick assignment %v %v", a, err)
 	}
 }

@@ -47,20 +47,20 @@ func TestReassignPartitionUnderLoad(t *testing.T) {
 	if !strings.Contains(out, "Reassignment of partition moving-0 completed successfully") {
 		t.Fatalf("verify output %q", out)
 	}
-	a, err := c.TopicAssignment(topic)
+	a, err := c.ZK.TopicAssignment(topic)
 	if err != nil || !reflect.DeepEqual(a[0], []int32{2, 3, 4}) {
 		t.Fatalf("assignment after reassignment: %v %v", a, err)
 	}
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil || !cluster.SameMembers(st.ISR, []int32{2, 3, 4}) || st.Leader == 1 {
 		t.Fatalf("state after reassignment: %+v %v", st, err)
 	}
-	if c.ZNodeExists(cluster.ReassignmentPath) {
+	if c.ZK.Exists(cluster.ReassignmentPath) {
 		t.Fatal("/admin/reassign_partitions still exists")
 	}
-	c.WaitPartitionDirGone(1, topic, 0, 30*time.Second)
+	c.Broker(1).WaitPartitionDirGone(topic, 0, 30*time.Second)
 	for _, id := range []int32{2, 3, 4} {
-		if _, err := os.Stat(c.PartitionDir(id, topic, 0)); err != nil {
+		if _, err := os.Stat(c.Broker(id).PartitionDir(topic, 0)); err != nil {
 			t.Fatalf("broker %d has no partition dir: %v", id, err)
 		}
 	}
@@ -133,22 +133,22 @@ func TestReassignIncreasesReplicationFactor(t *testing.T) {
 	if !strings.Contains(out, "Reassignment of partition grow-0 completed successfully") || !strings.Contains(out, "Throttle was removed.") {
 		t.Fatalf("verify output %q", out)
 	}
-	a, err := c.TopicAssignment(topic)
+	a, err := c.ZK.TopicAssignment(topic)
 	if err != nil || !reflect.DeepEqual(a[0], []int32{1, 2, 3}) {
 		t.Fatalf("assignment %v %v", a, err)
 	}
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil || !cluster.SameMembers(st.ISR, []int32{1, 2, 3}) || st.Leader != 1 {
 		t.Fatalf("state %+v %v: the new replicas did not join the ISR", st, err)
 	}
 	// The new replicas hold the data: their LEO on disk reaches the leader's.
 	for _, id := range []int32{2, 3} {
 		cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
-			leo, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(id, topic, 0))
+			leo, err := cluster.LogEndOffsetOnDisk(c.Broker(id).PartitionDir(topic, 0))
 			return err == nil && leo >= 500, fmt.Sprintf("broker %d LEO %d (%v)", id, leo, err)
 		})
 	}
 	// Broker 1 can go now: the data survives on the new replicas.
-	c.Kill(1)
+	c.Broker(1).Kill()
 	checkAcksPresent(t, readAll(t, c, topic, 1), want)
 }

@@ -22,7 +22,7 @@ func waitFullISR(t *testing.T, c *cluster.Cluster, topic string, assignment map[
 	t.Helper()
 	cluster.WaitFor(t, timeout, func() (bool, string) {
 		for p, replicas := range assignment {
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}

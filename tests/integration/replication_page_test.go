@@ -132,7 +132,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	const topic, partitions = "page", 3
 	assignment := c.CreateTopic(topic, partitions, 3)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	p0 := topic + "-0"
 
 	// Every partition, with its leader, full ISR and no OSR; the controller from ZooKeeper.
-	ctl, ctlEpoch := c.WaitController(30 * time.Second)
+	ctl, ctlEpoch := c.ZK.WaitController(30 * time.Second)
 	waitPage("steady state", 30*time.Second, func(ps pageState) (bool, string) {
 		if ps.Controller != ctl || ps.ControllerEpoch != ctlEpoch {
 			return false, fmt.Sprintf("controller %d epoch %d, want %d epoch %d", ps.Controller, ps.ControllerEpoch, ctl, ctlEpoch)
@@ -235,7 +235,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 			if !ok {
 				return false, fmt.Sprintf("partition %s not shown (shown: %d)", name, len(ps.Partitions))
 			}
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -250,7 +250,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	// SIGSTOP of a follower: it leaves the ISR on the page within lag + a few seconds, its LEO
 	// bar behind the HW.
 	stoppedAt := time.Now()
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	stopped := waitPage("follower stopped", lag*3/2+5*time.Second, func(ps pageState) (bool, string) {
 		pp := ps.Partitions[p0]
 		r, _ := pp.replica(follower)
@@ -273,7 +273,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	}
 
 	// SIGCONT: back in the ISR.
-	c.Cont(follower)
+	c.Broker(follower).Resume()
 	waitPage("follower resumed", 20*time.Second, func(ps pageState) (bool, string) {
 		pp := ps.Partitions[p0]
 		r, _ := pp.replica(follower)
@@ -284,11 +284,11 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	})
 
 	// kill -9 of the leader: a new leader with a bumped leader epoch.
-	before, err := c.PartitionState(topic, 0)
+	before, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Kill(leader)
+	c.Broker(leader).Kill()
 	after := waitPage("leader killed", 30*time.Second, func(ps pageState) (bool, string) {
 		pp := ps.Partitions[p0]
 		if pp.Leader == leader || pp.Leader < 0 || pp.LeaderEpoch <= before.LeaderEpoch || !pp.LeaderReachable {
@@ -296,7 +296,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 		}
 		return true, ""
 	})
-	st, err := c.PartitionState(topic, 0)
+	st, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

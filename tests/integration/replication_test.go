@@ -110,16 +110,16 @@ func checkAckedExactlyOnce(t *testing.T, final map[int32][]*kgo.Record, acks []a
 // leaderLEO asks topic-p's current leader (from ZooKeeper) for its LEO (ListOffsets latest as a
 // replica) and its HW (as a consumer).
 func leaderLEO(c *cluster.Cluster, topic string, p int32, asReplica int32) (leader int32, leo, hw int64, err error) {
-	st, err := c.PartitionState(topic, p)
+	st, err := c.ZK.PartitionState(topic, p)
 	if err != nil {
 		return -1, -1, -1, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if leo, err = c.ListOffset(ctx, st.Leader, topic, p, -1, asReplica); err != nil {
+	if leo, err = c.Broker(st.Leader).ListOffset(ctx, topic, p, -1, asReplica); err != nil {
 		return st.Leader, -1, -1, fmt.Errorf("ListOffsets(latest, replica %d) to leader %d: %w", asReplica, st.Leader, err)
 	}
-	if hw, err = c.ListOffset(ctx, st.Leader, topic, p, -1, -1); err != nil {
+	if hw, err = c.Broker(st.Leader).ListOffset(ctx, topic, p, -1, -1); err != nil {
 		return st.Leader, -1, -1, fmt.Errorf("ListOffsets(latest) to leader %d: %w", st.Leader, err)
 	}
 	return st.Leader, leo, hw, nil
@@ -145,7 +145,7 @@ func waitReplicasIdentical(t *testing.T, c *cluster.Cluster, topic string, assig
 			}
 			logs = map[int32][]cluster.SegmentBatch{}
 			for _, id := range replicas {
-				dir := c.PartitionDir(id, topic, p)
+				dir := c.Broker(id).PartitionDir(topic, p)
 				bs, err := cluster.ReadPartitionBatches(dir)
 				if err != nil {
 					return false, fmt.Sprintf("broker %d: %v", id, err)
@@ -201,14 +201,14 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 	const topic, partitions = "s3", 3
 	assignment := c.CreateTopicWithConfigs(topic, partitions, 3, map[string]string{"min.insync.replicas": "2"})
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	victim := st0.Leader
 
 	stopWatch := make(chan struct{})
-	watched := watchPartitionState(c.ZKConn(), cluster.PartitionStatePath(topic, 0), stopWatch)
+	watched := watchPartitionState(c.ZK.Conn(), cluster.PartitionStatePath(topic, 0), stopWatch)
 	stopReader := startCommittedReader(c, topic)
 	// acks=all and idempotence are kgo's defaults; a short metadata min age only makes the client
 	// find the new leader sooner, so the measured time is the broker's.
@@ -220,11 +220,11 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 	})
 
 	killedAt := time.Now()
-	c.Kill(victim)
+	c.Broker(victim).Kill()
 	var recovered time.Time
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		recovered = w.firstAckAfter(0, killedAt)
-		st, _ := c.PartitionState(topic, 0)
+		st, _ := c.ZK.PartitionState(topic, 0)
 		return !recovered.IsZero(), fmt.Sprintf("no produce to %s-0 acked since broker %d was killed; state %+v", topic, victim, st)
 	})
 	took := recovered.Sub(killedAt)
@@ -232,7 +232,7 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 	if limit := session + 5*time.Second; took > limit {
 		t.Errorf("%s-0 unavailable for %v after its leader was killed, want <= session timeout + 5 s = %v", topic, took, limit)
 	}
-	st1, err := c.PartitionState(topic, 0)
+	st1, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestS3_KillLeaderUnderAcksAllNoLoss(t *testing.T) {
 
 	// Keep writing through the new leader, then bring the old one back.
 	w.waitProgress(t, 1000, failoverTimeout, "after the failover")
-	c.StartBroker(victim)
+	c.Broker(victim).Start()
 	c.WaitRegistered(victim)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	w.waitProgress(t, 500, failoverTimeout, fmt.Sprintf("after broker %d rejoined", victim))
@@ -283,7 +283,7 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 	const topic = "s10"
 	assignment := c.CreateTopic(topic, 1, 3)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,16 +299,16 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 	waitMetric := func(id int32, name string, want float64, timeout time.Duration) {
 		t.Helper()
 		cluster.WaitFor(t, timeout, func() (bool, string) {
-			v, err := c.MetricSum(id, name)
+			v, err := c.Broker(id).MetricSum(name)
 			if err != nil {
 				return false, err.Error()
 			}
-			st, _ := c.PartitionState(topic, 0)
+			st, _ := c.ZK.PartitionState(topic, 0)
 			return v == want, fmt.Sprintf("broker %d: %s = %v, want %v (state %+v)", id, name, v, want, st)
 		})
 	}
 	waitMetric(leader, urp, 0, 30*time.Second)
-	_, regBefore, err := c.ZNode("/brokers/ids/" + cluster.Itoa32(follower))
+	_, regBefore, err := c.ZK.Get("/brokers/ids/" + cluster.Itoa32(follower))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 	cluster.WaitFor(t, time.Minute, func() (bool, string) { n := w.count(); return n >= 500, fmt.Sprintf("%d acknowledged", n) })
 
 	stoppedAt := time.Now()
-	c.Stop(follower)
+	c.Broker(follower).Pause()
 	want := []int32{}
 	for _, r := range assignment[0] {
 		if r != follower {
@@ -325,7 +325,7 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 		}
 	}
 	shrinkLimit := lag*3/2 + 3*time.Second
-	st := c.WaitPartitionState(topic, 0, shrinkLimit, func(st cluster.PartitionState) (bool, string) {
+	st := c.ZK.WaitPartitionState(topic, 0, shrinkLimit, func(st cluster.PartitionState) (bool, string) {
 		return cluster.SameMembers(st.ISR, want), fmt.Sprintf("ISR %v, want %v after SIGSTOP of broker %d", st.ISR, want, follower)
 	})
 	t.Logf("ISR shrank to %v %v after SIGSTOP of follower %d (leader_epoch %d -> %d)",
@@ -339,10 +339,10 @@ func TestS10_StoppedFollowerShrinksISRThenRejoins(t *testing.T) {
 		t.Fatalf("follower was stopped %v: the checks took too long, its session may expire", d)
 	}
 
-	c.Cont(follower)
+	c.Broker(follower).Resume()
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	waitMetric(leader, urp, 0, 30*time.Second)
-	_, regAfter, err := c.ZNode("/brokers/ids/" + cluster.Itoa32(follower))
+	_, regAfter, err := c.ZK.Get("/brokers/ids/" + cluster.Itoa32(follower))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 	const topic = "k2"
 	assignment := c.CreateTopicWithConfigs(topic, 1, 3, map[string]string{"min.insync.replicas": "2"})
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 	produce := func(v string) (int64, error) {
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer pcancel()
-		return c.ProduceOnce(pctx, leader, topic, 0, -1, 2*time.Second, []byte(v))
+		return c.Broker(leader).ProduceOnce(pctx, topic, 0, -1, 2*time.Second, []byte(v))
 	}
 	for i := 0; i < 10; i++ {
 		off, err := produce(fmt.Sprintf("before-%d", i))
@@ -390,12 +390,12 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 	}
 
 	for _, f := range followers {
-		c.Kill(f)
+		c.Broker(f).Kill()
 	}
-	c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return st.Leader == leader && cluster.SameMembers(st.ISR, []int32{leader}), fmt.Sprintf("want leader %d, ISR [%d]", leader, leader)
 	})
-	dir := c.PartitionDir(leader, topic, 0)
+	dir := c.Broker(leader).PartitionDir(topic, 0)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		// The leader may not have applied the shrunk ISR yet: then the produce waits and times
 		// out (or fails after append); try again until the answer is NOT_ENOUGH_REPLICAS.
@@ -434,7 +434,7 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 	// K2: min.insync.replicas only applies to acks=all; acks=1 is still accepted with ISR {leader}.
 	{
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		off, err := c.ProduceOnce(pctx, leader, topic, 0, 1, 2*time.Second, []byte("acks-1-below-min-isr"))
+		off, err := c.Broker(leader).ProduceOnce(pctx, topic, 0, 1, 2*time.Second, []byte("acks-1-below-min-isr"))
 		pcancel()
 		if err != nil {
 			t.Fatalf("acks=1 produce with ISR [%d]: %v (min.insync.replicas must not apply)", leader, err)
@@ -443,9 +443,9 @@ func TestK2_AcksAllBelowMinInsyncReplicasAppendsNothing(t *testing.T) {
 	}
 
 	// One follower back: the ISR reaches min.insync.replicas and acks=all succeeds again.
-	c.StartBroker(followers[0])
+	c.Broker(followers[0]).Start()
 	c.WaitRegistered(followers[0])
-	c.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topic, 0, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 		return len(st.ISR) >= 2, "want 2 replicas in the ISR"
 	})
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
@@ -485,12 +485,12 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 	const topic, partitions = "s9", 3
 	assignment := c.CreateTopic(topic, partitions, 3)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	ctrl, epoch := c.WaitController(30 * time.Second)
+	ctrl, epoch := c.ZK.WaitController(30 * time.Second)
 
 	before := map[int32]cluster.PartitionState{}
 	part := int32(-1)
 	for p := int32(0); p < partitions; p++ {
-		st, err := c.PartitionState(topic, p)
+		st, err := c.ZK.PartitionState(topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,30 +512,30 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 	stopWatch := make(chan struct{})
 	watched := map[int32]<-chan []observedState{}
 	for p := int32(0); p < partitions; p++ {
-		watched[p] = watchPartitionState(c.ZKConn(), cluster.PartitionStatePath(topic, p), stopWatch)
+		watched[p] = watchPartitionState(c.ZK.Conn(), cluster.PartitionStatePath(topic, p), stopWatch)
 	}
 
-	c.Kill(leader)
-	c.Kill(ctrl)
+	c.Broker(leader).Kill()
+	c.Broker(ctrl).Kill()
 	t.Logf("killed leader %d of %s-%d, then controller %d (epoch %d)", leader, topic, part, ctrl, epoch)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		id, err := c.ControllerID()
+		id, err := c.ZK.ControllerID()
 		if err != nil {
 			return false, err.Error()
 		}
-		e, err := c.ControllerEpoch()
+		e, err := c.ZK.ControllerEpoch()
 		if err != nil {
 			return false, err.Error()
 		}
 		return id == rest, fmt.Sprintf("/controller %d epoch %d, want broker %d", id, e, rest)
 	})
-	if e, _ := c.ControllerEpoch(); e != epoch+1 {
+	if e, _ := c.ZK.ControllerEpoch(); e != epoch+1 {
 		t.Errorf("/controller_epoch %d after controller %d died, want %d", e, ctrl, epoch+1)
 	}
 	epoch++
 	t.Logf("broker %d is controller (epoch %d)", rest, epoch)
 	for p := int32(0); p < partitions; p++ {
-		c.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 			ok := st.Leader == rest && containsID(before[p].ISR, rest) && st.LeaderEpoch > before[p].LeaderEpoch && st.ControllerEpoch == epoch
 			return ok, fmt.Sprintf("want leader %d (the only live ISR member), leader_epoch > %d, controller_epoch %d", rest, before[p].LeaderEpoch, epoch)
 		})
@@ -548,42 +548,42 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 	}
 
 	// Zombie controller: bring the dead brokers back, then freeze the controller (rest).
-	c.StartBroker(leader)
-	c.StartBroker(ctrl)
+	c.Broker(leader).Start()
+	c.Broker(ctrl).Start()
 	c.WaitRegistered(leader, ctrl)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	zombie := rest
-	_, regBefore, err := c.ZNode("/brokers/ids/" + cluster.Itoa32(zombie))
+	_, regBefore, err := c.ZK.Get("/brokers/ids/" + cluster.Itoa32(zombie))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Stop(zombie)
+	c.Broker(zombie).Pause()
 	var next int32
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		id, err := c.ControllerID()
+		id, err := c.ZK.ControllerID()
 		if err != nil {
 			return false, err.Error()
 		}
 		next = id
 		return id >= 0 && id != zombie, fmt.Sprintf("/controller %d while broker %d is stopped", id, zombie)
 	})
-	if e, _ := c.ControllerEpoch(); e != epoch+1 {
+	if e, _ := c.ZK.ControllerEpoch(); e != epoch+1 {
 		t.Errorf("/controller_epoch %d after controller %d froze, want %d", e, zombie, epoch+1)
 	}
 	epoch++
 	t.Logf("controller %d stopped (SIGSTOP); broker %d took over with epoch %d", zombie, next, epoch)
 	for p := int32(0); p < partitions; p++ {
-		c.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
+		c.ZK.WaitPartitionState(topic, p, failoverTimeout, func(st cluster.PartitionState) (bool, string) {
 			return st.Leader >= 0 && st.Leader != zombie && !containsID(st.ISR, zombie),
 				fmt.Sprintf("want a leader other than the stopped broker %d, and %d out of the ISR", zombie, zombie)
 		})
 	}
-	c.Cont(zombie)
+	c.Broker(zombie).Resume()
 	t.Logf("every partition moved off broker %d; resumed it (SIGCONT)", zombie)
 
 	// The resumed broker finds its session expired, re-registers and follows.
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		_, st, err := c.ZNode("/brokers/ids/" + cluster.Itoa32(zombie))
+		_, st, err := c.ZK.Get("/brokers/ids/" + cluster.Itoa32(zombie))
 		if err != nil {
 			return false, fmt.Sprintf("broker %d not re-registered: %v", zombie, err)
 		}
@@ -594,7 +594,7 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 		sum := 0.0
 		var per []string
 		for _, id := range c.IDs() {
-			v, err := c.MetricSum(id, activeControllerCount)
+			v, err := c.Broker(id).MetricSum(activeControllerCount)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -603,13 +603,13 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 		}
 		return sum == 1, fmt.Sprintf("%s per broker %s, sum %v", activeControllerCount, strings.Join(per, " "), sum)
 	})
-	if v, err := c.MetricSum(next, activeControllerCount); err != nil || v != 1 {
+	if v, err := c.Broker(next).MetricSum(activeControllerCount); err != nil || v != 1 {
 		t.Errorf("controller %d reports %s = %v (%v), want 1", next, activeControllerCount, v, err)
 	}
-	if id, _ := c.ControllerID(); id != next {
+	if id, _ := c.ZK.ControllerID(); id != next {
 		t.Errorf("/controller is %d after the zombie %d resumed, want %d", id, zombie, next)
 	}
-	if e, _ := c.ControllerEpoch(); e != epoch {
+	if e, _ := c.ZK.ControllerEpoch(); e != epoch {
 		t.Errorf("/controller_epoch is %d after the zombie %d resumed, want %d", e, zombie, epoch)
 	}
 	// Serves as a follower: leads nothing (automatic rebalance is off), and its metadata agrees
@@ -617,12 +617,12 @@ func TestS9_ControllerKilledDuringFailoverThenZombieControllerFenced(t *testing.
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
 		mctx, mcancel := context.WithTimeout(ctx, 5*time.Second)
 		defer mcancel()
-		leaders, err := c.MetadataLeaders(mctx, c.Addr(zombie), topic)
+		leaders, err := cluster.MetadataLeaders(mctx, c.Broker(zombie).Addr, topic)
 		if err != nil {
 			return false, err.Error()
 		}
 		for p := int32(0); p < partitions; p++ {
-			st, err := c.PartitionState(topic, p)
+			st, err := c.ZK.PartitionState(topic, p)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -659,7 +659,7 @@ func TestS20_FollowerBehindLeaderLogStartRestartsFromIt(t *testing.T) {
 	const topic = "s20"
 	assignment := c.CreateTopicWithConfigs(topic, 1, 2, map[string]string{"segment.bytes": "4096", "retention.bytes": "8192"})
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
-	st0, err := c.PartitionState(topic, 0)
+	st0, err := c.ZK.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -684,12 +684,12 @@ func TestS20_FollowerBehindLeaderLogStartRestartsFromIt(t *testing.T) {
 	}
 	produce(20)
 	waitReplicasIdentical(t, c, topic, assignment, failoverTimeout)
-	followerLEO, err := cluster.LogEndOffsetOnDisk(c.PartitionDir(follower, topic, 0))
+	followerLEO, err := cluster.LogEndOffsetOnDisk(c.Broker(follower).PartitionDir(topic, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if code := c.Terminate(follower); code != 0 {
+	if code := c.Broker(follower).Terminate(); code != 0 {
 		t.Errorf("follower %d exited with %d after SIGTERM", follower, code)
 	}
 	var leaderStart int64
@@ -698,18 +698,18 @@ func TestS20_FollowerBehindLeaderLogStartRestartsFromIt(t *testing.T) {
 		lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
 		defer lcancel()
 		var err error
-		if leaderStart, err = c.ListOffset(lctx, leader, topic, 0, -2, -1); err != nil {
+		if leaderStart, err = c.Broker(leader).ListOffset(lctx, topic, 0, -2, -1); err != nil {
 			return false, err.Error()
 		}
 		return leaderStart > followerLEO, fmt.Sprintf("leader %d's log start offset %d, follower %d's LEO %d", leader, leaderStart, follower, followerLEO)
 	})
 	t.Logf("leader %d's log start offset %d passed follower %d's LEO %d", leader, leaderStart, follower, followerLEO)
 
-	c.StartBroker(follower)
+	c.Broker(follower).Start()
 	c.WaitRegistered(follower)
 	waitFullISR(t, c, topic, assignment, failoverTimeout)
 	cluster.WaitFor(t, failoverTimeout, func() (bool, string) {
-		bases, err := cluster.SegmentBaseOffsets(c.PartitionDir(follower, topic, 0))
+		bases, err := cluster.SegmentBaseOffsets(c.Broker(follower).PartitionDir(topic, 0))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -719,7 +719,7 @@ func TestS20_FollowerBehindLeaderLogStartRestartsFromIt(t *testing.T) {
 		return true, ""
 	})
 	hws := waitReplicasIdentical(t, c, topic, assignment, failoverTimeout)
-	bs, err := cluster.ReadPartitionBatches(c.PartitionDir(follower, topic, 0))
+	bs, err := cluster.ReadPartitionBatches(c.Broker(follower).PartitionDir(topic, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

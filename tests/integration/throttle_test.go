@@ -50,7 +50,7 @@ func produceRandom(t *testing.T, c *cluster.Cluster, topic string, n, size int, 
 // waitISR waits until topic-0's ISR holds exactly want and returns how long that took from start.
 func waitISR(t *testing.T, c *cluster.Cluster, topic string, want []int32, start time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
-	c.WaitPartitionState(topic, 0, timeout, func(st cluster.PartitionState) (bool, string) {
+	c.ZK.WaitPartitionState(topic, 0, timeout, func(st cluster.PartitionState) (bool, string) {
 		return cluster.SameMembers(st.ISR, want), "waiting for ISR " + sprintInts(want)
 	})
 	return time.Since(start)
@@ -112,7 +112,7 @@ func TestReassignmentThrottle(t *testing.T) {
 	pStart := time.Now()
 	insyncBytes := produceRandom(t, c, "insync", insyncValues, throttleSize, 3)
 	pElapsed := time.Since(pStart)
-	st, err := c.PartitionState("slow", 0)
+	st, err := c.ZK.PartitionState("slow", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func TestReassignmentThrottle(t *testing.T) {
 	if limit := time.Duration(0.4 * float64(insyncBytes) / throttleRate * float64(time.Second)); pElapsed >= limit {
 		t.Fatalf("acks=all produce of %d bytes to an in-sync throttled partition took %v (≥ %v): ISR traffic was throttled", insyncBytes, pElapsed, limit)
 	}
-	if st, err := c.PartitionState("insync", 0); err != nil || !cluster.SameMembers(st.ISR, []int32{1, 2}) {
+	if st, err := c.ZK.PartitionState("insync", 0); err != nil || !cluster.SameMembers(st.ISR, []int32{1, 2}) {
 		t.Fatalf("insync state %+v %v: the in-sync follower dropped out", st, err)
 	}
-	if _, err := c.MetricSum(1, "kafka_server_leaderreplication_byte_rate"); err != nil {
+	if _, err := c.Broker(1).MetricSum("kafka_server_leaderreplication_byte_rate"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,7 +141,7 @@ func TestReassignmentThrottle(t *testing.T) {
 		t.Fatalf("verify output %q", out)
 	}
 	for _, path := range []string{"/config/brokers/1", "/config/brokers/2", "/config/topics/slow"} {
-		data, _, err := c.ZNode(path)
+		data, _, err := c.ZK.Get(path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

@@ -16,7 +16,7 @@ import (
 // decodeZNode reads path and decodes its JSON into a generic map, failing on anything else.
 func decodeZNode(t *testing.T, c *cluster.Cluster, path string, ephemeral bool) map[string]any {
 	t.Helper()
-	data, stat, err := c.ZNode(path)
+	data, stat, err := c.ZK.Get(path)
 	if err != nil {
 		t.Fatalf("get %s: %v", path, err)
 	}
@@ -77,14 +77,14 @@ func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3})
 	const topic, partitions = "znodes", 3
 	assignment := c.CreateTopic(topic, partitions, 1)
-	ctrl, epoch := c.WaitController(10 * time.Second)
+	ctrl, epoch := c.ZK.WaitController(10 * time.Second)
 
 	t.Run("persistent paths", func(t *testing.T) {
 		for _, p := range []string{"/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid",
 			"/config/changes", "/config/topics", "/config/clients", "/config/users", "/config/brokers",
 			"/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
 			"/log_dir_event_notification", "/cluster"} {
-			if ok, _, err := c.ZKConn().Exists(p); err != nil || !ok {
+			if ok, _, err := c.ZK.Conn().Exists(p); err != nil || !ok {
 				t.Errorf("%s: exists=%v err=%v; Kafka creates it at start-up", p, ok, err)
 			}
 		}
@@ -98,12 +98,12 @@ func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 			checkNumber(t, path, m, "version", 4)
 			checkNumber(t, path, m, "jmx_port", -1)
 			host, port := "127.0.0.1", 0
-			fmt.Sscanf(c.Addr(id), "127.0.0.1:%d", &port)
+			fmt.Sscanf(c.Broker(id).Addr, "127.0.0.1:%d", &port)
 			if m["host"] != host {
 				t.Errorf("%s: host = %#v, want %q", path, m["host"], host)
 			}
 			checkNumber(t, path, m, "port", float64(port))
-			if want := []any{"PLAINTEXT://" + c.Addr(id)}; !reflect.DeepEqual(m["endpoints"], want) {
+			if want := []any{"PLAINTEXT://" + c.Broker(id).Addr}; !reflect.DeepEqual(m["endpoints"], want) {
 				t.Errorf("%s: endpoints = %#v, want %#v", path, m["endpoints"], want)
 			}
 			if want := map[string]any{"PLAINTEXT": "PLAINTEXT"}; !reflect.DeepEqual(m["listener_security_protocol_map"], want) {
@@ -120,7 +120,7 @@ func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 		checkNumber(t, "/controller", m, "brokerid", float64(ctrl))
 		checkTimestamp(t, "/controller", m, "timestamp", start)
 
-		data, stat, err := c.ZNode("/controller_epoch")
+		data, stat, err := c.ZK.Get("/controller_epoch")
 		if err != nil {
 			t.Fatalf("/controller_epoch: %v", err)
 		}
@@ -181,7 +181,7 @@ func TestZNodes_ReadBackExactlyInKafkaJSON(t *testing.T) {
 				t.Errorf("%s: isr = %#v, want %#v", path, m["isr"], want)
 			}
 		}
-		if ok, _, err := c.ZKConn().Exists("/brokers/topics/" + topic + "/partitions"); err != nil || !ok {
+		if ok, _, err := c.ZK.Conn().Exists("/brokers/topics/" + topic + "/partitions"); err != nil || !ok {
 			t.Errorf("/brokers/topics/%s/partitions missing", topic)
 		}
 	})
