@@ -179,3 +179,37 @@ func TestKafkaGoDefaults_WriterAndReader(t *testing.T) {
 	}
 	checkRoundTrip(t, n, got)
 }
+
+// sarama's AsyncProducer with RequiredAcks=NoResponse (acks=0: no Produce response at all) at
+// the protocol versions of Kafka 2.1 (no ApiVersions), 2.8.2 (ApiVersions v3, Produce v9
+// clamped to what the broker advertises) and 3.6: every record lands, none is refused, the
+// connection is never closed under it (a closed connection is sarama's "run out of available
+// brokers: EOF"). Issue 32 reported the 2.8.2 case failing at once; it does not at this commit.
+func TestSaramaAcksZeroAcrossProtocolVersions(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Brokers: 3})
+	const perVersion = 200
+	for _, v := range []sarama.KafkaVersion{sarama.V2_1_0_0, sarama.V2_8_2_0, sarama.V3_6_0_0} {
+		topic := "sarama-acks0-" + strings.ReplaceAll(v.String(), ".", "-")
+		c.CreateTopic(topic, 3, 3)
+		cfg := sarama.NewConfig()
+		cfg.Version = v
+		cfg.Producer.RequiredAcks = sarama.NoResponse
+		cfg.Producer.Return.Errors = true
+		p, err := sarama.NewAsyncProducer(c.BootstrapAddrs(), cfg)
+		if err != nil {
+			t.Fatalf("sarama %v acks=0 producer: %v", v, err)
+		}
+		for i := 0; i < perVersion; i++ {
+			p.Input() <- &sarama.ProducerMessage{Topic: topic, Value: sarama.StringEncoder(fmt.Sprintf("value-%d", i))}
+		}
+		p.AsyncClose() // flushes, then closes Errors
+		var errs []error
+		for e := range p.Errors() {
+			errs = append(errs, e)
+		}
+		if len(errs) > 0 {
+			t.Fatalf("sarama %v acks=0: %d errors, the first %v", v, len(errs), errs[0])
+		}
+		waitEndOffsets(t, c, topic, perVersion)
+	}
+}
