@@ -6,7 +6,12 @@
 # out of go.mod) twice: as it comes ("kfake", segment files in memory) and with its segment
 # files on disk ("kfake-disk", kfake.DataDir, through the page cache as isrbroker's), in
 # rotating order round by round, and prints the table with the medians and the ratios
-# isrbroker ÷ each kfake:
+# isrbroker ÷ each kfake.
+# Every target runs as users run a cluster (issue 32): in processes of its own, started once
+# here for the whole run (kfake by `kfakecmp serve`, three brokers in one process), and the load
+# generator (`kfakecmp run`, one process per round and target) reaches each over loopback alike.
+# Each round creates its own topics and deletes them at its end, waiting until they are gone,
+# so no round shares a cluster with the previous round's partitions. The phases:
 #   produce RF=1 acks=1 | consume from the start | produce RF=3 acks=all min.insync.replicas=2 |
 #   ack latency p50/p99 at a steady 20 MiB/s, RF=3 acks=all (producer linger 0: the broker's
 #   latency, not franz-go's default 10 ms wait before sending)
@@ -110,10 +115,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/isrbroker-kfakecmp.XXXXXX")
 # shellcheck source=scripts/lib/localcluster.sh
 source "$ROOT/scripts/lib/localcluster.sh"
 
-# Teardown: the brokers, ZooKeeper, then the temporary directory.
+KFAKE_PIDS=()
+# Teardown: the kfake servers, the brokers, ZooKeeper, then the temporary directory.
 cleanup() {
 	local status=$?
 	trap - EXIT INT TERM
+	if ((${#KFAKE_PIDS[@]} > 0)); then stop_pids "${KFAKE_PIDS[@]}"; fi
 	stop_cluster
 	if ((KEEP)); then log "kept $WORK"; else rm -rf "$WORK"; fi
 	exit "$status"
@@ -164,11 +171,34 @@ run_isrbroker() {
 	fi
 	"$CMP" run --target isrbroker --bootstrap "$BOOTSTRAP" --round "$1" "${common[@]}" "${extra[@]}" >>"$RESULTS"
 }
-run_kfake() { "$CMP" run --target kfake --round "$1" "${common[@]}" >>"$RESULTS"; }
-run_kfake_disk() { "$CMP" run --target kfake-disk --round "$1" "${common[@]}" >>"$RESULTS"; }
+# start_kfake TARGET: `kfakecmp serve` on three free loopback ports, in a process of its own
+# (stopped by cleanup); sets KFAKE_ADDRS to its bootstrap addresses once it listens. Not run in
+# $(...): the server's pid must reach KFAKE_PIDS of this shell.
+start_kfake() {
+	local target=$1 kp ready=$WORK/$1.ready extra=()
+	read -r -a kp <<<"$("$CMP" freeports 3)"
+	# kfake-disk's segment files go under $WORK, on the file system of isrbroker's data dirs.
+	[[ $target == kfake-disk ]] && { mkdir -p "$WORK/kfake-disk-data"; extra=(--data-dir "$WORK/kfake-disk-data"); }
+	"$CMP" serve --target "$target" --ports "${kp[0]},${kp[1]},${kp[2]}" "${extra[@]}" >"$ready" 2>"$WORK/$target.log" &
+	KFAKE_PIDS+=($!)
+	wait_until 30 grep -q '^ready ' "$ready" || { cat "$WORK/$target.log" >&2; die "$target did not start within 30 s"; }
+	KFAKE_ADDRS=$(sed -n 's/^ready //p' "$ready")
+}
 TARGETS=(run_isrbroker)
-((KFAKE)) && TARGETS+=(run_kfake)
-((KFAKE_DISK)) && TARGETS+=(run_kfake_disk)
+if ((KFAKE)); then
+	start_kfake kfake
+	KFAKE_BOOTSTRAP=$KFAKE_ADDRS
+	log "kfake up in its own process: bootstrap $KFAKE_BOOTSTRAP"
+	run_kfake() { "$CMP" run --target kfake --bootstrap "$KFAKE_BOOTSTRAP" --round "$1" "${common[@]}" >>"$RESULTS"; }
+	TARGETS+=(run_kfake)
+fi
+if ((KFAKE_DISK)); then
+	start_kfake kfake-disk
+	KFAKE_DISK_BOOTSTRAP=$KFAKE_ADDRS
+	log "kfake-disk up in its own process: bootstrap $KFAKE_DISK_BOOTSTRAP"
+	run_kfake_disk() { "$CMP" run --target kfake-disk --bootstrap "$KFAKE_DISK_BOOTSTRAP" --round "$1" "${common[@]}" >>"$RESULTS"; }
+	TARGETS+=(run_kfake_disk)
+fi
 # Rotate which target goes first, so that none always runs on a fresher page cache.
 for ((r = 1; r <= ROUNDS; r++)); do
 	n=${#TARGETS[@]}

@@ -1,7 +1,8 @@
 // Command kfakecmp is the load side of scripts/kfake-compare.sh: the same franz-go client
-// measures isrbroker (a running cluster named by --bootstrap) and franz-go's in-memory kfake
-// cluster (started in this process), and prints the side-by-side table of issue 13
-// (docs/performance.md, "Side by side with kfake").
+// measures isrbroker and franz-go's kfake cluster, each a cluster of its own processes named
+// by --bootstrap (kfake through `kfakecmp serve`, in a process of its own, as users run another
+// cluster: issue 32), and prints the side-by-side table of issue 13 (docs/performance.md,
+// "Side by side with kfake").
 //
 // Two kfake targets: "kfake" is kfake as it comes (its segment files in an in-memory file
 // system that grows each file by doubling), "kfake-disk" is kfake with kfake.DataDir, its
@@ -10,8 +11,8 @@
 //
 // It is a nested module so that kfake stays out of the main module's go.mod.
 //
-//	kfakecmp run --target isrbroker --bootstrap H:P,H:P,H:P --round 1 [flags]  one round, one JSON line on stdout
-//	kfakecmp run --target kfake|kfake-disk --round 1 [flags]
+//	kfakecmp run --target isrbroker|kfake|kfake-disk --bootstrap H:P,H:P,H:P --round 1 [flags]  one round, one JSON line on stdout
+//	kfakecmp serve --target kfake|kfake-disk --ports P1,P2,P3                   a kfake cluster until SIGTERM
 //	kfakecmp table FILE                                                          the table of the JSON lines in FILE
 //	kfakecmp freeports N                                                         N free loopback TCP ports
 package main
@@ -34,7 +35,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -57,6 +57,8 @@ func main() {
 			usage()
 		}
 		err = tableCmd(os.Args[2], os.Stdout)
+	case "serve":
+		err = serveCmd(os.Args[2:])
 	case "freeports":
 		err = freePortsCmd(os.Args[2:])
 	default:
@@ -69,7 +71,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kfakecmp run --target isrbroker|kfake|kfake-disk [--bootstrap ADDRS] [flags] | kfakecmp table FILE | kfakecmp freeports N")
+	fmt.Fprintln(os.Stderr, "usage: kfakecmp run --target isrbroker|kfake|kfake-disk --bootstrap ADDRS [flags] | kfakecmp serve --target kfake|kfake-disk --ports P1,P2,P3 [--data-dir DIR] | kfakecmp table FILE | kfakecmp freeports N")
 	os.Exit(2)
 }
 
@@ -107,7 +109,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o runOpts
 	fs.StringVar(&o.target, "target", "", "isrbroker or kfake")
-	fs.StringVar(&o.bootstrap, "bootstrap", "", "isrbroker's bootstrap servers host:port,... (target isrbroker)")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "the target cluster's bootstrap servers host:port,... (isrbroker's brokers, or a `kfakecmp serve`)")
 	fs.IntVar(&o.round, "round", 1, "round number (topic names and the JSON line)")
 	fs.IntVar(&o.records, "records", 200_000, "records per throughput phase (1 KiB each)")
 	fs.Float64Var(&o.rateMiB, "latency-rate", 20, "steady produce rate of the latency phase, MiB/s")
@@ -153,36 +155,15 @@ func runCmd(args []string) error {
 		return errors.New("--pprof and --profile-dir go together")
 	}
 	ctx := context.Background()
-	seeds := strings.Split(o.bootstrap, ",")
 	switch o.target {
-	case "isrbroker":
-		if o.bootstrap == "" {
-			return errors.New("--target isrbroker needs --bootstrap")
-		}
-	case "kfake", "kfake-disk":
-		if o.bootstrap != "" {
-			return fmt.Errorf("--target %s starts its own cluster: no --bootstrap", o.target)
-		}
-		opts := []kfake.Opt{kfake.NumBrokers(3), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, "127.0.0.1:0")
-		})}
-		if o.target == "kfake-disk" {
-			dir, err := os.MkdirTemp("", "kfakecmp-data-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			opts = append(opts, kfake.DataDir(dir))
-		}
-		c, err := kfake.NewCluster(opts...)
-		if err != nil {
-			return fmt.Errorf("starting kfake: %w", err)
-		}
-		defer c.Close()
-		seeds = c.ListenAddrs()
+	case "isrbroker", "kfake", "kfake-disk":
 	default:
 		return fmt.Errorf("--target must be isrbroker, kfake or kfake-disk, got %q", o.target)
 	}
+	if o.bootstrap == "" {
+		return fmt.Errorf("--target %s needs --bootstrap (kfake runs in its own process: kfakecmp serve)", o.target)
+	}
+	seeds := strings.Split(o.bootstrap, ",")
 	r, err := runRound(ctx, o, seeds)
 	if err != nil {
 		return fmt.Errorf("%s round %d: %w", o.target, o.round, err)
@@ -216,11 +197,10 @@ func runRound(ctx context.Context, o runOpts, seeds []string) (*Result, error) {
 		}
 	}
 	defer func() {
-		// Free the disk for the next round (isrbroker deletes the logs in the background).
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := adm.DeleteTopics(dctx, rf1, rf3, lat); err != nil {
-			logf("deleting the round's topics: %v", err)
+		// Each round starts on a cluster without the previous round's data, for every target
+		// alike: the round's topics are deleted and the next round waits until they are gone.
+		if err := deleteTopics(adm, rf1, rf3, lat); err != nil {
+			logf("%s round %d: %v", o.target, o.round, err)
 		}
 	}()
 
@@ -316,6 +296,39 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, rf int16, 
 		case <-ctx.Done():
 			return fmt.Errorf("topic %s: partitions without a leader or a full ISR after 60 s (last error %v)", topic, err)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// deleteTopics deletes the topics and waits (60 s at most) until metadata no longer lists
+// them, so the next round does not share the cluster with this one's partitions.
+func deleteTopics(adm *kadm.Client, topics ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := adm.DeleteTopics(ctx, topics...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("deleting the round's topics: %w", err)
+	}
+	for {
+		md, err := adm.Metadata(ctx)
+		if err == nil {
+			left := 0
+			for _, t := range topics {
+				if _, ok := md.Topics[t]; ok {
+					left++
+				}
+			}
+			if left == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the round's topics %v still listed 60 s after their deletion (last error %v)", topics, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
