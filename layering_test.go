@@ -26,6 +26,7 @@ var leaves = []string{
 	"broker/decaysample",      // the request histograms' reservoir
 	"replicamanager/replica",  // the pure replication core
 	"replicamanager/replevents",
+	"broker/security/acl", // Kafka's ACL model and the AclAuthorizer decision
 }
 
 // importRules is the allow-list: for a package (the rule with the longest matching path prefix;
