@@ -21,6 +21,8 @@ func FuzzZNodeJSON(f *testing.F) {
 		EncodeProducerIDBlock(1, 0, 999),
 		EncodeController(3),
 		EncodeClusterID("abc"),
+		EncodeACLs([]ACLEntry{{"User:a", "Allow", "Read", "*"}}),
+		EncodeACLChange(ACLChange{"Topic", "foo", PatternPrefixed}),
 		[]byte(`{"version":4,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092"],"jmx_port":-1,"timestamp":"1","rack":"r"}`),
 		[]byte(`{"version":2,"partitions":{"-1":[1]}}`),
 		[]byte(`{"controller_epoch":1,"leader":-1,"version":1,"leader_epoch":-5,"isr":[]}`),
@@ -37,6 +39,14 @@ func FuzzZNodeJSON(f *testing.F) {
 		_, _ = DecodePreferredElection(data)
 		_, _ = DecodeReplicationPage(data)
 		_, _ = DecodeTopicFull("t", data)
+		_, _ = DecodeACLChange(PathACLChanges, data)
+		_, _ = DecodeACLChange(PathACLExtendedChanges, data)
+		if acls, err := DecodeACLs(data); err == nil {
+			again, err := DecodeACLs(EncodeACLs(acls))
+			if err != nil || len(again) != len(acls) || (len(acls) > 0 && !reflect.DeepEqual(again, acls)) {
+				t.Fatalf("ACLs %+v re-decoded as %+v (%v)", acls, again, err)
+			}
+		}
 
 		if st, err := DecodeState(data); err == nil {
 			again, err := DecodeState(EncodeState(st.Leader, st.LeaderEpoch, st.ISR, st.ControllerEpoch))
