@@ -393,7 +393,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
-	}, b.rmgr, b.zk)
+	}, brokerDeps(b.rmgr, b.zk))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
 	b.rmgr.SetKnownPartition(func(tp replicamanager.TopicPartition) bool {

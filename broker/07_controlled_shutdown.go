@@ -42,8 +42,8 @@ const controlledShutdownTimeout = 25 * time.Second
 func handleControlledShutdown(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ControlledShutdownRequest)
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
-	cs, ok := s.admin.(ControlledShutdowner)
-	if !ok {
+	cs := s.deps.ControlledShutdown
+	if cs == nil {
 		resp.ErrorCode = kerr.NotController.Code
 		r.respond(resp)
 		return

@@ -9,8 +9,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
 // InitProducerId: v0-4 (v2+ flexible). Producer ids for idempotent producers (kgo is
@@ -95,8 +93,8 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
-	alloc, ok := s.admin.(ProducerIDAllocator)
-	if !ok {
+	alloc := s.deps.ProducerIDs
+	if alloc == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		r.respond(resp)
 		return
@@ -124,5 +122,3 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 	}
 }
-
-var _ ProducerIDAllocator = (*zkcoord.Coordinator)(nil)

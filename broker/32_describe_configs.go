@@ -52,8 +52,8 @@ type ConfigAdmin interface {
 var errNoConfigAdmin = errors.New("broker: no config admin")
 
 func (s *Server) configAdmin() (ConfigAdmin, error) {
-	ca, ok := s.admin.(ConfigAdmin)
-	if !ok {
+	ca := s.deps.Configs
+	if ca == nil {
 		return nil, errNoConfigAdmin
 	}
 	return ca, nil

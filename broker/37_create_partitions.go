@@ -69,8 +69,8 @@ func createPartitionsFailAll(req *kmsg.CreatePartitionsRequest, code int16) *kms
 }
 
 func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) {
-	pa, ok := s.admin.(PartitionAdder)
-	if !ok || !pa.IsController() {
+	pa := s.deps.Partitions
+	if pa == nil || !pa.IsController() {
 		r.respond(createPartitionsFailAll(req, kerr.NotController.Code))
 		return
 	}
