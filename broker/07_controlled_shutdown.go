@@ -29,8 +29,8 @@ import (
 
 func init() { regKey(kmsg.ControlledShutdown, 0, 3, handleControlledShutdown) }
 
-// ControlledShutdowner is the controller side of ControlledShutdown;
-// *zkcoord.Coordinator implements it. The server uses its Admin when that implements it.
+// ControlledShutdowner is the controller side of ControlledShutdown (Deps.ControlledShutdown);
+// *zkcoord.Coordinator implements it.
 type ControlledShutdowner interface {
 	ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]zkcoord.TopicPartition, error)
 }

@@ -17,7 +17,7 @@ import (
 // Behavior:
 //   - A null or empty transactional id gets the next producer id of this broker's current
 //     block, epoch 0. Blocks of 1000 ids come from /latest_producer_id_block through
-//     ProducerIDAllocator (the Admin, *zkcoord.Coordinator, implements it), like Kafka 2.4's
+//     ProducerIDAllocator (zkcoord/agent's ProducerIDs implements it), like Kafka 2.4's
 //     ProducerIdManager; a new block is taken when the current one is exhausted, so ids
 //     are unique across brokers and restarts.
 //   - v3+ (KIP-360): a request carrying its current producer id and epoch gets the same id
@@ -37,8 +37,7 @@ import (
 func init() { regKey(kmsg.InitProducerID, 0, 4, handleInitProducerID) }
 
 // ProducerIDAllocator hands out blocks of producer ids [start, end] that no other broker
-// gets; *zkcoord.Coordinator implements it. The server uses its Admin when that
-// implements it.
+// gets (Deps.ProducerIDs); *zkcoord/agent.ProducerIDs implements it.
 type ProducerIDAllocator interface {
 	AllocateProducerIDBlock(ctx context.Context) (start, end int64, err error)
 }

@@ -30,7 +30,7 @@ type Replicas interface {
 	CheckControllerEpoch(controllerID, controllerEpoch int32, brokerEpoch int64) int16
 }
 
-// Admin creates and deletes topics in ZooKeeper; *zkcoord.Coordinator implements it.
+// Admin creates and deletes topics in ZooKeeper; *zkcoord/admin.Admin implements it.
 type Admin interface {
 	CreateTopic(ctx context.Context, spec zkcoord.TopicSpec, validateOnly bool) (map[int32][]int32, error)
 	DeleteTopic(ctx context.Context, topic string) error
