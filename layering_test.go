@@ -46,7 +46,7 @@ var importRules = map[string][]string{
 	"broker/groupcoord":        {"replicamanager", "zkcoord", "logstore"},
 	"broker/replview":          {"fetcher", "replicamanager", "zkcoord"},
 	"broker/metricsexport":     {},
-	"broker/tools":             {"broker/tools", "zkcoord", "logstore"},
+	"broker/tools":             {"broker/tools", "zkcoord/admin", "zkcoord/zkclient", "zkcoord/zkdata", "logstore"},
 	"broker/kproto/kprototest": {},
 	"tests":                    {"*"},
 }

@@ -184,7 +184,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 		log.Info("shutting down")
 		if cfg.ControlledShutdownEnable {
 			// K7: move this broker's leaderships away while it still serves.
-			controlledShutdown(context.Background(), b.zk, shutdownSettings{
+			controlledShutdown(context.Background(), shutdownLocator{b.zk.Reader, b.zk.Registrar}, shutdownSettings{
 				BrokerID: cfg.BrokerID, Listener: cfg.InterBrokerListenerName,
 				MaxRetries: cfg.ControlledShutdownMaxRetries, RetryBackoff: cfg.ControlledShutdownRetryBackoff,
 				Timeout: cfg.ControllerSocketTimeout,
@@ -364,7 +364,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Events:                          events,
 		Registry:                        reg,
 		Log:                             log.WithField("component", componentReplicaManager),
-	}, b.logs, b.zk)
+	}, b.logs, replicaCoordinatorOf(b.zk))
 	rmgrRef.Store(b.rmgr)
 	b.rmgr.SetAllLogDirsOffline(func(dirs []string) {
 		select {
@@ -393,7 +393,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
-	}, b.rmgr, b.zk)
+	}, brokerDeps(b.rmgr, b.zk))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
 	b.rmgr.SetKnownPartition(func(tp replicamanager.TopicPartition) bool {
@@ -425,7 +425,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		GroupMaxSize:                  cfg.GroupMaxSize,
 		Registry:                      reg,
 		Log:                           log.WithField("component", componentCoordinator),
-	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk)
+	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk.Admin)
 	b.rmgr.SetLeadershipListener(b.groups.OnLeadershipChange)
 	b.srv.SetGroupCoordinator(b.groups)
 	b.groups.Start()
@@ -437,7 +437,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	b.rmgr.Start()
 
 	publishReplicationPage(cfg, b, log)
-	epoch, err := b.zk.Register(ctx)
+	epoch, err := b.zk.Registrar.Register(ctx)
 	if err != nil {
 		if errors.Is(err, zkcoord.ErrBrokerIDInUse) {
 			return nil, fmt.Errorf("broker.id %d is registered in ZooKeeper by another live broker", cfg.BrokerID)

@@ -11,7 +11,7 @@ import (
 )
 
 // controllerLocator is what the controlled shutdown needs from ZooKeeper;
-// *zkcoord.Coordinator implements it.
+// shutdownLocator (wiring.go) implements it over the coordinator's roles.
 type controllerLocator = agent.ControllerLocator
 
 // shutdownSettings are the controlled.shutdown.* settings (K7) plus what reaching the

@@ -91,7 +91,7 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 		return
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-	s.replicas.AppendRecords(timeout, req.Acks, entries, func(res map[rm.TopicPartition]rm.ProduceResult) {
+	s.deps.Replicas.AppendRecords(timeout, req.Acks, entries, func(res map[rm.TopicPartition]rm.ProduceResult) {
 		r.safe(func() { finish(res) })
 	})
 }

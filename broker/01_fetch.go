@@ -87,7 +87,7 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	// sendfile, the response framing written around them (docs/performance.md, "Zero-copy
 	// reads"); other connections get the bytes read into memory.
 	params.FileRecords = r.c.zeroCopy
-	s.replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
+	s.deps.Replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
 		r.safe(func() {
 			_, spliced := fillFetchResponse(resp, req, params.MaxBytes, results)
 			s.markFetch(req.ReplicaID, resp, spliced)

@@ -53,12 +53,12 @@ func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 		}
 	}
 	var results []rm.ListOffsetsResult
-	switch dbg, ok := s.replicas.(AnyReplicaOffsetLister); {
+	switch dbg := s.deps.AnyReplicaOffsets; {
 	case len(parts) == 0:
-	case req.ReplicaID == rm.DebuggingReplicaID && ok:
+	case req.ReplicaID == rm.DebuggingReplicaID && dbg != nil:
 		results = dbg.ListOffsetsAnyReplica(parts)
 	default:
-		results = s.replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)
+		results = s.deps.Replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)
 	}
 	byTP := make(map[rm.TopicPartition]rm.ListOffsetsResult, len(results))
 	for _, res := range results {

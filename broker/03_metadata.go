@@ -61,7 +61,7 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 			names = append(names, req.Topics[i].Topic)
 		}
 	}
-	allowCreate := s.cfg.AutoCreateTopics && s.admin != nil && (req.Version < 4 || req.AllowAutoTopicCreation)
+	allowCreate := s.cfg.AutoCreateTopics && s.deps.Admin != nil && (req.Version < 4 || req.AllowAutoTopicCreation)
 	var toCreate []string
 	if !allTopics && allowCreate {
 		for _, n := range names {
@@ -92,7 +92,7 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 func (s *Server) autoCreate(log logrus.FieldLogger, topic string) int16 {
 	ctx, cancel := context.WithTimeout(s.ctx, autoCreateTimeout)
 	defer cancel()
-	_, err := s.admin.CreateTopic(ctx, zkcoord.TopicSpec{
+	_, err := s.deps.Admin.CreateTopic(ctx, zkcoord.TopicSpec{
 		Name:              topic,
 		NumPartitions:     s.cfg.NumPartitions,
 		ReplicationFactor: s.cfg.DefaultReplicationFactor,

@@ -62,7 +62,7 @@ func handleLeaderAndIsr(s *Server, r *request, kreq kmsg.Request) {
 	}
 	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions)}).Debug("LeaderAndIsr")
 
-	out := s.replicas.BecomeLeaderOrFollower(in)
+	out := s.deps.Replicas.BecomeLeaderOrFollower(in)
 
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 	resp.ErrorCode = out.ErrorCode

@@ -44,7 +44,7 @@ func handleStopReplica(s *Server, r *request, kreq kmsg.Request) {
 	}
 	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions), "delete": req.DeletePartitions}).Debug("StopReplica")
 
-	out := s.replicas.StopReplicas(in)
+	out := s.deps.Replicas.StopReplicas(in)
 
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	resp.ErrorCode = out.ErrorCode

@@ -32,7 +32,7 @@ func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
 		brokerEpoch = req.BrokerEpoch
 	}
 	log := r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
-	if code := s.replicas.CheckControllerEpoch(req.ControllerID, req.ControllerEpoch, brokerEpoch); code != 0 {
+	if code := s.deps.Replicas.CheckControllerEpoch(req.ControllerID, req.ControllerEpoch, brokerEpoch); code != 0 {
 		log.WithField("error", kerr.ErrorForCode(code)).Info("rejecting UpdateMetadata")
 		resp.ErrorCode = code
 		r.respond(resp)

@@ -29,8 +29,8 @@ import (
 
 func init() { regKey(kmsg.ControlledShutdown, 0, 3, handleControlledShutdown) }
 
-// ControlledShutdowner is the controller side of ControlledShutdown;
-// *zkcoord.Coordinator implements it. The server uses its Admin when that implements it.
+// ControlledShutdowner is the controller side of ControlledShutdown (Deps.ControlledShutdown);
+// *zkcoord.Coordinator implements it.
 type ControlledShutdowner interface {
 	ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) ([]zkcoord.TopicPartition, error)
 }
@@ -42,8 +42,8 @@ const controlledShutdownTimeout = 25 * time.Second
 func handleControlledShutdown(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ControlledShutdownRequest)
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
-	cs, ok := s.admin.(ControlledShutdowner)
-	if !ok {
+	cs := s.deps.ControlledShutdown
+	if cs == nil {
 		resp.ErrorCode = kerr.NotController.Code
 		r.respond(resp)
 		return

@@ -98,7 +98,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 		case code != 0:
 			setErr(code, msg)
 		default:
-			assign, err := s.admin.CreateTopic(wctx, spec, req.ValidateOnly)
+			assign, err := s.deps.Admin.CreateTopic(wctx, spec, req.ValidateOnly)
 			if err != nil {
 				budget.refund(int64(spec.NumPartitions))
 				code, msg := adminErrorCode(err)

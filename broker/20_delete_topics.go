@@ -61,7 +61,7 @@ func deleteTopics(s *Server, r *request, req *kmsg.DeleteTopicsRequest) {
 		case !validTopicName(n):
 			setErr(kerr.InvalidTopicException.Code, "invalid topic name")
 		default:
-			if err := s.admin.DeleteTopic(wctx, n); err != nil {
+			if err := s.deps.Admin.DeleteTopic(wctx, n); err != nil {
 				code, msg := adminErrorCode(err)
 				setErr(code, msg)
 				r.log().WithField("topic", n).WithError(err).Info("delete topic failed")

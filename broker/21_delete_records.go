@@ -37,14 +37,12 @@ type RecordsDeleter interface {
 	DeleteRecords(timeout time.Duration, parts []rm.DeleteRecordsPartition, done func([]rm.DeleteRecordsResult))
 }
 
-var _ RecordsDeleter = (*rm.ReplicaManager)(nil)
-
 func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	codes := map[rm.TopicPartition]int16{} // answered before the replica manager
 	lows := map[rm.TopicPartition]int64{}  // low watermarks from the replica manager
 	var parts []rm.DeleteRecordsPartition  // one per distinct known partition
-	deleter, ok := s.replicas.(RecordsDeleter)
+	deleter := s.deps.RecordsDeleter
 	snap := s.cache.Snapshot()
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -55,7 +53,7 @@ func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 			switch _, known := snap.Partition(t.Topic, p.Partition); {
 			case !known:
 				codes[k] = kerr.UnknownTopicOrPartition.Code
-			case !ok:
+			case deleter == nil:
 				codes[k] = kerr.UnknownServerError.Code
 			default:
 				codes[k] = -1 // pending

@@ -9,8 +9,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
 // InitProducerId: v0-4 (v2+ flexible). Producer ids for idempotent producers (kgo is
@@ -19,7 +17,7 @@ import (
 // Behavior:
 //   - A null or empty transactional id gets the next producer id of this broker's current
 //     block, epoch 0. Blocks of 1000 ids come from /latest_producer_id_block through
-//     ProducerIDAllocator (the Admin, *zkcoord.Coordinator, implements it), like Kafka 2.4's
+//     ProducerIDAllocator (zkcoord/agent's ProducerIDs implements it), like Kafka 2.4's
 //     ProducerIdManager; a new block is taken when the current one is exhausted, so ids
 //     are unique across brokers and restarts.
 //   - v3+ (KIP-360): a request carrying its current producer id and epoch gets the same id
@@ -39,8 +37,7 @@ import (
 func init() { regKey(kmsg.InitProducerID, 0, 4, handleInitProducerID) }
 
 // ProducerIDAllocator hands out blocks of producer ids [start, end] that no other broker
-// gets; *zkcoord.Coordinator implements it. The server uses its Admin when that
-// implements it.
+// gets (Deps.ProducerIDs); *zkcoord/agent.ProducerIDs implements it.
 type ProducerIDAllocator interface {
 	AllocateProducerIDBlock(ctx context.Context) (start, end int64, err error)
 }
@@ -95,8 +92,8 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
-	alloc, ok := s.admin.(ProducerIDAllocator)
-	if !ok {
+	alloc := s.deps.ProducerIDs
+	if alloc == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		r.respond(resp)
 		return
@@ -124,5 +121,3 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 	}
 }
-
-var _ ProducerIDAllocator = (*zkcoord.Coordinator)(nil)

@@ -39,7 +39,7 @@ func handleOffsetForLeaderEpoch(s *Server, r *request, kreq kmsg.Request) {
 	}
 	var results []rm.EpochEndOffsetResult
 	if len(parts) > 0 {
-		results = s.replicas.LastOffsetForLeaderEpoch(replicaID, parts)
+		results = s.deps.Replicas.LastOffsetForLeaderEpoch(replicaID, parts)
 	}
 	byTP := make(map[rm.TopicPartition]rm.EpochEndOffsetResult, len(results))
 	for _, res := range results {

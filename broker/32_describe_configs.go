@@ -37,7 +37,8 @@ import (
 func init() { regKey(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
 
 // ConfigAdmin is the ZooKeeper side of DescribeConfigs, AlterConfigs and
-// IncrementalAlterConfigs; *zkcoord.Coordinator implements it.
+// IncrementalAlterConfigs (Deps.Configs); zkcoord/admin's Reader and Admin implement it
+// together.
 type ConfigAdmin interface {
 	// TopicConfig is /config/topics/<t> (empty when absent); zkcoord.ErrUnknownTopic when
 	// the topic does not exist.
@@ -52,8 +53,8 @@ type ConfigAdmin interface {
 var errNoConfigAdmin = errors.New("broker: no config admin")
 
 func (s *Server) configAdmin() (ConfigAdmin, error) {
-	ca, ok := s.admin.(ConfigAdmin)
-	if !ok {
+	ca := s.deps.Configs
+	if ca == nil {
 		return nil, errNoConfigAdmin
 	}
 	return ca, nil

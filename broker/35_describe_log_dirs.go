@@ -36,8 +36,8 @@ type LogDirDescriber interface {
 func handleDescribeLogDirs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	d, ok := s.replicas.(LogDirDescriber)
-	if !ok {
+	d := s.deps.LogDirs
+	if d == nil {
 		r.respond(resp)
 		return
 	}

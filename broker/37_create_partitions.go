@@ -41,8 +41,8 @@ import (
 
 func init() { regKey(kmsg.CreatePartitions, 0, 1, handleCreatePartitions) }
 
-// PartitionAdder is what CreatePartitions needs from the coordinator; *zkcoord.Coordinator
-// implements it.
+// PartitionAdder is what CreatePartitions needs from the coordinator (Deps.Partitions);
+// zkcoord/admin's Reader and Admin with the coordinator's IsController implement it.
 type PartitionAdder interface {
 	IsController() bool
 	AddPartitions(ctx context.Context, topic string, numPartitions int32, newAssignment map[int32][]int32, validateOnly bool) (map[int32][]int32, error)
@@ -69,8 +69,8 @@ func createPartitionsFailAll(req *kmsg.CreatePartitionsRequest, code int16) *kms
 }
 
 func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) {
-	pa, ok := s.admin.(PartitionAdder)
-	if !ok || !pa.IsController() {
+	pa := s.deps.Partitions
+	if pa == nil || !pa.IsController() {
 		r.respond(createPartitionsFailAll(req, kerr.NotController.Code))
 		return
 	}

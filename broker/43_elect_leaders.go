@@ -99,8 +99,8 @@ func electLeaders(s *Server, r *request, req *kmsg.ElectLeadersRequest) {
 		r.respond(resp)
 		return
 	}
-	le, ok := s.admin.(LeaderElector)
-	if !ok {
+	le := s.deps.Elections
+	if le == nil {
 		r.respond(electLeadersAnswer(req, electLeadersAll(s, req, kerr.NotController.Code)))
 		return
 	}

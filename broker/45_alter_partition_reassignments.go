@@ -65,8 +65,8 @@ func reassignTopLevelCode(err error) int16 {
 func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-	ra, ok := s.admin.(Reassigner)
-	if !ok {
+	ra := s.deps.Reassignments
+	if ra == nil {
 		resp.ErrorCode = kerr.NotController.Code
 		r.respond(resp)
 		return

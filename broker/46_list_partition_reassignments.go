@@ -28,8 +28,8 @@ func init() { regKey(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionR
 func handleListPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	ra, ok := s.admin.(Reassigner)
-	if !ok {
+	ra := s.deps.Reassignments
+	if ra == nil {
 		resp.ErrorCode = kerr.NotController.Code
 		r.respond(resp)
 		return

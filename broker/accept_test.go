@@ -51,7 +51,7 @@ func (l *failingListener) callTimes() []time.Time {
 // at once on Close even while backing off.
 func TestAcceptBacksOffOnEMFILE(t *testing.T) {
 	log, hook := test.NewNullLogger()
-	srv := New(Config{BrokerID: 1, Listeners: []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}, Log: log}, newFakeReplicas(), nil)
+	srv := New(Config{BrokerID: 1, Listeners: []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}, Log: log}, Deps{Replicas: newFakeReplicas()})
 	ln := &failingListener{closed: make(chan struct{})}
 	srv.lns = []boundListener{{name: "PLAINTEXT", ln: ln}}
 	served := make(chan struct{})

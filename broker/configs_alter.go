@@ -18,8 +18,6 @@ import (
 // with one compare-and-set of the config znode followed by a /config/changes notification
 // (zkcoord/admin/configs.go). A rejected change writes nothing.
 
-var _ ConfigAdmin = (*zkcoord.Coordinator)(nil)
-
 // configChange computes the new config of a resource from a copy of its current one.
 type configChange func(cur map[string]string) (map[string]string, error)
 

@@ -15,8 +15,6 @@ import (
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
-var _ ControlledShutdowner = (*zkcoord.Coordinator)(nil)
-
 // csAdmin is a fakeAdmin that also plays the controller's side of ControlledShutdown.
 type csAdmin struct {
 	*fakeAdmin
@@ -52,7 +50,8 @@ func startCSServer(t *testing.T) (*csAdmin, *Server, string) {
 	log.SetOutput(io.Discard)
 	reps := newFakeReplicas()
 	admin := &csAdmin{fakeAdmin: &fakeAdmin{topics: map[string]int32{}, brokers: 1, reps: reps}}
-	srv := New(Config{BrokerID: 1, ClusterID: "c", Listeners: []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}, Log: log}, reps, admin)
+	srv := New(Config{BrokerID: 1, ClusterID: "c", Listeners: []Listener{{Name: "PLAINTEXT", Host: "127.0.0.1"}}, Log: log},
+		Deps{Replicas: reps, Admin: admin, ControlledShutdown: admin, ProducerIDs: admin})
 	admin.srv = srv
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

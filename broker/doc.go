@@ -5,9 +5,12 @@
 //
 // The package owns no partition state. Every request body is decoded and every response
 // body encoded by kmsg; data requests go to the replica manager (Replicas), topic creation
-// and deletion go to the ZooKeeper coordinator (Admin). Malformed input (a frame above
-// socket.request.max.bytes, an unknown API key or version, a body kmsg cannot decode,
-// trailing bytes) closes only the connection it came in on; nothing on input panics.
+// and deletion go to the ZooKeeper coordinator (Admin). New receives every collaborator a
+// handler uses as an interface field of Deps (interfaces.go; an optional one says what the
+// handlers answer without it); main wires the implementations and asserts them at compile
+// time. Malformed input (a frame above socket.request.max.bytes, an unknown API key or
+// version, a body kmsg cannot decode, trailing bytes) closes only the connection it came in
+// on; nothing on input panics.
 //
 // Concurrency: the reader of a connection decodes and dispatches requests one after the
 // other; a handler may complete later on another goroutine (an acks=-1 produce parked in

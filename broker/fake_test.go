@@ -339,9 +339,9 @@ func startServer(t testing.TB, mod func(*Config)) *testEnv {
 	return startServerWith(t, mod, nil)
 }
 
-// startServerWith is startServer with the admin the server gets made by wrap from the fake
-// (nil: the fake itself).
-func startServerWith(t testing.TB, mod func(*Config), wrap func(*fakeAdmin) Admin) *testEnv {
+// startServerWith is startServer with the collaborators set by wrap (nil: the fakes, the
+// admin also allocating producer ids, and no other capability).
+func startServerWith(t testing.TB, mod func(*Config), wrap func(*fakeAdmin, *Deps)) *testEnv {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -357,11 +357,11 @@ func startServerWith(t testing.TB, mod func(*Config), wrap func(*fakeAdmin) Admi
 	}
 	reps := newFakeReplicas()
 	admin := &fakeAdmin{topics: map[string]int32{}, brokers: 1, reps: reps}
-	var adm Admin = admin
+	deps := Deps{Replicas: reps, Admin: admin, ProducerIDs: admin}
 	if wrap != nil {
-		adm = wrap(admin)
+		wrap(admin, &deps)
 	}
-	srv := New(cfg, reps, adm)
+	srv := New(cfg, deps)
 	admin.srv = srv
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func fuzzServer(t testing.TB) *Server {
 	reps.immediate = true
 	reps.addPartition("t", 0, true)
 	admin := &fakeAdmin{topics: map[string]int32{}, fail: zkcoord.ErrInvalidReplicationFactor}
-	s := New(Config{BrokerID: 1, SocketRequestMaxBytes: 1 << 20, AutoCreateTopics: true, Log: log}, reps, admin)
+	s := New(Config{BrokerID: 1, SocketRequestMaxBytes: 1 << 20, AutoCreateTopics: true, Log: log}, Deps{Replicas: reps, Admin: admin, ProducerIDs: admin})
 	admin.srv, admin.reps = s, reps
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -30,8 +30,49 @@ type Replicas interface {
 	CheckControllerEpoch(controllerID, controllerEpoch int32, brokerEpoch int64) int16
 }
 
-// Admin creates and deletes topics in ZooKeeper; *zkcoord.Coordinator implements it.
+// Admin creates and deletes topics in ZooKeeper; *zkcoord/admin.Admin implements it.
 type Admin interface {
 	CreateTopic(ctx context.Context, spec zkcoord.TopicSpec, validateOnly bool) (map[int32][]int32, error)
 	DeleteTopic(ctx context.Context, topic string) error
+}
+
+// Deps are the wire server's collaborators: every capability a handler uses, named here
+// so that the composition root (main's broker wiring) states what implements each one and a
+// compile-time assertion there checks it. Replicas is required; Admin is required by the
+// topic APIs and auto-creation. Every other field may be nil (unit-test fakes); the field
+// says what the handlers answer then.
+type Deps struct {
+	Replicas Replicas
+	// Admin creates and deletes topics. nil: Metadata never auto-creates a topic.
+	Admin Admin
+
+	// AnyReplicaOffsets serves ListOffsets from the debugging replica id (-2) on any
+	// replica. nil: that request is answered as a consumer's, by Replicas.ListOffsets.
+	AnyReplicaOffsets AnyReplicaOffsetLister
+	// RecordsDeleter serves DeleteRecords. nil: every known partition gets
+	// UNKNOWN_SERVER_ERROR.
+	RecordsDeleter RecordsDeleter
+	// LogDirs serves DescribeLogDirs. nil: an empty response (no log dirs).
+	LogDirs LogDirDescriber
+	// TopicStats shares the replica manager's BrokerTopicMetrics with the fetch path. nil
+	// (or nil stats): the server registers its own over Config.Registry.
+	TopicStats TopicStatser
+
+	// ControlledShutdown is this broker's controller side of ControlledShutdown (K7). nil:
+	// NOT_CONTROLLER.
+	ControlledShutdown ControlledShutdowner
+	// ProducerIDs allocates InitProducerId's producer-id blocks. nil:
+	// COORDINATOR_NOT_AVAILABLE.
+	ProducerIDs ProducerIDAllocator
+	// Configs reads and writes the dynamic configs (DescribeConfigs, AlterConfigs,
+	// IncrementalAlterConfigs, CreateTopics' configs). nil: those requests fail as without a
+	// ZooKeeper coordinator (errNoConfigAdmin).
+	Configs ConfigAdmin
+	// Partitions serves CreatePartitions on the active controller. nil: NOT_CONTROLLER.
+	Partitions PartitionAdder
+	// Elections serves ElectLeaders on this broker's controller. nil: NOT_CONTROLLER.
+	Elections LeaderElector
+	// Reassignments serves AlterPartitionReassignments and ListPartitionReassignments on
+	// this broker's controller. nil: NOT_CONTROLLER.
+	Reassignments Reassigner
 }

@@ -65,7 +65,10 @@ func (a *partitionAdmin) ReassignmentInProgress() ([]zkcoord.PartitionReassignme
 // without the admin being asked to assign them.
 func TestCreatePartitionCountLimits(t *testing.T) {
 	var pa *partitionAdmin
-	e := startServerWith(t, nil, func(a *fakeAdmin) Admin { pa = &partitionAdmin{fakeAdmin: a}; return pa })
+	e := startServerWith(t, nil, func(a *fakeAdmin, d *Deps) {
+		pa = &partitionAdmin{fakeAdmin: a}
+		d.Admin, d.Partitions = pa, pa
+	})
 	c := dial(t, e.addr)
 	limit := strconv.Itoa(zkcoord.MaxTopicPartitions)
 	createReq := func(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsResponse {

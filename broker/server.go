@@ -58,11 +58,10 @@ const (
 
 // Server is the Kafka wire server of one broker.
 type Server struct {
-	cfg      Config
-	replicas Replicas
-	admin    Admin
-	log      logrus.FieldLogger
-	cache    *MetadataCache
+	cfg   Config
+	deps  Deps // the collaborators (interfaces.go); set by New, never changed
+	log   logrus.FieldLogger
+	cache *MetadataCache
 
 	ctx    context.Context // cancelled by Close; bounds handler goroutines
 	cancel context.CancelFunc
@@ -93,8 +92,9 @@ type boundListener struct {
 	ln   net.Listener
 }
 
-// New returns a server; Listen binds it and Serve runs it.
-func New(cfg Config, replicas Replicas, admin Admin) *Server {
+// New returns a server over deps (deps.Replicas is required); Listen binds it and Serve
+// runs it.
+func New(cfg Config, deps Deps) *Server {
 	if cfg.SocketRequestMaxBytes <= 0 {
 		cfg.SocketRequestMaxBytes = DefaultSocketRequestMaxBytes
 	}
@@ -115,8 +115,7 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:          cfg,
-		replicas:     replicas,
-		admin:        admin,
+		deps:         deps,
 		log:          cfg.Log.WithField("brokerId", cfg.BrokerID),
 		cache:        NewMetadataCache(),
 		ctx:          ctx,
@@ -133,7 +132,7 @@ func New(cfg Config, replicas Replicas, admin Admin) *Server {
 	}
 	s.cfg.Connections = &lim
 	s.quotas = newConnQuotas(lim, len(cfg.Listeners), s.log)
-	s.topicStats = topicStatsOf(replicas, cfg.Registry)
+	s.topicStats = topicStatsOf(deps.TopicStats, cfg.Registry)
 	registerIdleGauge(cfg.Registry)
 	return s
 }

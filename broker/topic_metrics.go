@@ -22,9 +22,9 @@ type TopicStatser interface {
 	BrokerTopicStats() *rm.BrokerTopicStats
 }
 
-// topicStatsOf is replicas' BrokerTopicStats, or new ones over reg (unit-test fakes).
-func topicStatsOf(replicas Replicas, reg metrics.Registry) *rm.BrokerTopicStats {
-	if ts, ok := replicas.(TopicStatser); ok && ts.BrokerTopicStats() != nil {
+// topicStatsOf is ts' BrokerTopicStats, or new ones over reg (nil ts: unit-test fakes).
+func topicStatsOf(ts TopicStatser, reg metrics.Registry) *rm.BrokerTopicStats {
+	if ts != nil && ts.BrokerTopicStats() != nil {
 		return ts.BrokerTopicStats()
 	}
 	return rm.NewBrokerTopicStats(reg)

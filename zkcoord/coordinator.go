@@ -12,11 +12,13 @@
 //     change propagation (K3, K5), the dynamic config listener, producer-id blocks, the log
 //     dir event notifications (KIP-112);
 //   - admin: the admin API (topic creation and deletion, partitions, reassignment and
-//     throttles, preferred election requests) and the reads of the cluster state.
+//     throttles, preferred election requests), the reads of the cluster state, and an
+//     operator tool's session (admin.Connect: the admin API alone, no controller).
 //
-// Coordinator embeds the agents and the admin API, so their methods are its methods; it
-// declares only the session's lifecycle and the controller's entry points. docs/design.md,
-// "Controller", describes the controller and the znodes.
+// Coordinator exposes the agents and the admin API as fields, one per role (it embeds
+// none), so each consumer is handed the roles it needs (main's wiring.go); it declares only
+// the session's lifecycle and the controller's entry points. docs/design.md, "Controller",
+// describes the controller and the znodes.
 package zkcoord
 
 import (
@@ -74,77 +76,49 @@ type Config struct {
 	dialer zk.Dialer // tests: cut the session's TCP connection
 }
 
-// Types of the znodes, shared with zkcoord/zkdata.
+// Types of the znodes (zkcoord/zkdata) and of the admin API used by the broker. The
+// operator tools use zkcoord/admin and zkcoord/zkdata themselves.
 type (
-	TopicPartition         = zkdata.TopicPartition
-	Endpoint               = zkdata.Endpoint
-	BrokerInfo             = zkdata.BrokerInfo
-	PartitionState         = zkdata.PartitionState
-	PartitionReassignment  = zkdata.PartitionReassignment
-	ReassignmentFieldError = zkdata.ReassignmentFieldError
-	TopicSpec              = admin.TopicSpec
+	TopicPartition        = zkdata.TopicPartition
+	Endpoint              = zkdata.Endpoint
+	BrokerInfo            = zkdata.BrokerInfo
+	PartitionState        = zkdata.PartitionState
+	PartitionReassignment = zkdata.PartitionReassignment
+	TopicSpec             = admin.TopicSpec
 )
-
-// ProducerIDBlockSize is the number of producer ids a broker takes at once.
-const ProducerIDBlockSize = zkdata.ProducerIDBlockSize
 
 // MaxTopicPartitions bounds one topic's partition count (admin.MaxTopicPartitions).
 const MaxTopicPartitions = admin.MaxTopicPartitions
 
-// Functions of the sub-packages used by the broker and the operator tools.
+// Sentinel errors of the sub-packages used by the broker. Admin errors map 1:1 to Kafka
+// protocol errors at the broker edge.
 var (
-	EncodeReassignment      = zkdata.EncodeReassignment
-	DecodeReassignment      = zkdata.DecodeReassignment
-	AssignReplicasToBrokers = admin.AssignReplicasToBrokers
-	FormatThrottledReplicas = admin.FormatThrottledReplicas
+	ErrTopicExists              = admin.ErrTopicExists
+	ErrUnknownTopic             = admin.ErrUnknownTopic
+	ErrInvalidPartitions        = admin.ErrInvalidPartitions
+	ErrInvalidReplicationFactor = admin.ErrInvalidReplicationFactor
+	ErrInvalidReplicaAssignment = admin.ErrInvalidReplicaAssignment
+	ErrInvalidTopic             = admin.ErrInvalidTopic
+	ErrTopicDeletionDisabled    = admin.ErrTopicDeletionDisabled
+	ErrReassignmentInProgress   = admin.ErrReassignmentInProgress
+	ErrBrokerIDInUse            = agent.ErrBrokerIDInUse
+	ErrControllerMoved          = controller.ErrControllerMoved
+	ErrNotController            = controller.ErrNotController
+	ErrStaleBrokerEpoch         = controller.ErrStaleBrokerEpoch
+	ErrBrokerNotAvailable       = controller.ErrBrokerNotAvailable
 )
-
-// Throttle config keys (Kafka's DynamicConfig / LogConfig names).
-const (
-	LeaderThrottledRate       = admin.LeaderThrottledRate
-	FollowerThrottledRate     = admin.FollowerThrottledRate
-	LeaderThrottledReplicas   = admin.LeaderThrottledReplicas
-	FollowerThrottledReplicas = admin.FollowerThrottledReplicas
-)
-
-// Sentinel errors of the sub-packages. Admin errors map 1:1 to Kafka protocol errors at the
-// broker edge.
-var (
-	ErrTopicExists                 = admin.ErrTopicExists
-	ErrUnknownTopic                = admin.ErrUnknownTopic
-	ErrInvalidPartitions           = admin.ErrInvalidPartitions
-	ErrInvalidReplicationFactor    = admin.ErrInvalidReplicationFactor
-	ErrInvalidReplicaAssignment    = admin.ErrInvalidReplicaAssignment
-	ErrInvalidTopic                = admin.ErrInvalidTopic
-	ErrTopicDeletionDisabled       = admin.ErrTopicDeletionDisabled
-	ErrReassignmentInProgress      = admin.ErrReassignmentInProgress
-	ErrPreferredElectionInProgress = admin.ErrPreferredElectionInProgress
-	ErrBrokerIDInUse               = agent.ErrBrokerIDInUse
-	ErrBadVersion                  = agent.ErrBadVersion
-	ErrIsrWriteOutcomeUnknown      = agent.ErrIsrWriteOutcomeUnknown
-	ErrControllerMoved             = controller.ErrControllerMoved
-	ErrNotController               = controller.ErrNotController
-	ErrStaleBrokerEpoch            = controller.ErrStaleBrokerEpoch
-	ErrBrokerNotAvailable          = controller.ErrBrokerNotAvailable
-)
-
-// ErrNoCluster means ZooKeeper answered but holds no isrbroker/Kafka cluster at the
-// chroot (no /brokers/ids): usually a wrong --zookeeper chroot.
-var ErrNoCluster = errors.New("zkcoord: no cluster found (no /brokers/ids znode; wrong chroot?)")
-
-// ErrNoSession means no ZooKeeper session could be established within the connection
-// timeout (ZooKeeper down or unreachable).
-var ErrNoSession = errors.New("zkcoord: no ZooKeeper session")
 
 // Coordinator is one broker's view of ZooKeeper. All methods are safe for concurrent use.
 type Coordinator struct {
-	*admin.Reader
-	*admin.Admin
-	*agent.Registrar
-	*agent.IsrWriter
-	*agent.ConfigListener
-	*agent.ProducerIDs
-	*agent.LogDirEvents
+	// The roles over the session, set by Connect and never replaced (callers only read
+	// them); the composition root hands each consumer the roles it needs.
+	Reader         *admin.Reader         // the reads of the cluster state
+	Admin          *admin.Admin          // topics, partitions, configs, reassignment, preferred elections
+	Registrar      *agent.Registrar      // /brokers/ids/<id> and the broker epoch (K1)
+	IsrWriter      *agent.IsrWriter      // the leader's ISR write and its propagation (K3, K5)
+	ConfigListener *agent.ConfigListener // /config/changes
+	ProducerIDs    *agent.ProducerIDs    // producer-id blocks
+	LogDirEvents   *agent.LogDirEvents   // log dir failure notifications (KIP-112)
 
 	cfg       Config
 	log       logrus.FieldLogger
@@ -178,7 +152,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 	c.zk, err = zkclient.Dial(zkclient.Options{Servers: servers, Chroot: chroot, SessionTimeout: cfg.SessionTimeout,
 		Dialer: dialer, Log: c.log, OnSession: c.sessQ.Put, Registry: cfg.Registry})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoSession, cfg.Connect, err)
+		return nil, fmt.Errorf("%w: %s: %v", zkclient.ErrNoSession, cfg.Connect, err)
 	}
 	c.Reader = admin.NewReader(c.zk, c.log)
 	c.Admin = admin.New(c.zk, c.Reader, cfg.DeleteTopicEnable, c.log)
@@ -198,7 +172,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 		return c, nil
 	case <-tctx.Done():
 		c.Close()
-		return nil, fmt.Errorf("%w with %s within %v", ErrNoSession, cfg.Connect, cfg.ConnectionTimeout)
+		return nil, fmt.Errorf("%w with %s within %v", zkclient.ErrNoSession, cfg.Connect, cfg.ConnectionTimeout)
 	}
 }
 
@@ -249,43 +223,6 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 		c.IsrWriter.Run(c.done)
 	}()
 	c.log.WithField("clusterId", c.clusterID).Info("connected to ZooKeeper")
-	return c, nil
-}
-
-// ConnectAdmin opens a ZooKeeper session for an operator tool. Unlike Connect it creates
-// nothing (no chroot, persistent paths or cluster id): a tool pointed at the wrong
-// ZooKeeper or chroot must not leave a cluster skeleton behind. It fails with ErrNoSession
-// when no session is established within timeout, and with ErrNoCluster when the chroot has
-// no /brokers/ids. The returned Coordinator has BrokerID -1, never registers, never runs
-// a controller, and may mark topics for deletion (Kafka's TopicCommand writes
-// /admin/delete_topics/<t> whatever the brokers' delete.topic.enable says).
-func ConnectAdmin(ctx context.Context, connect string, timeout time.Duration, log logrus.FieldLogger) (*Coordinator, error) {
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	if log == nil {
-		l := logrus.New()
-		l.SetLevel(logrus.WarnLevel)
-		log = l
-	}
-	cfg := Config{Connect: connect, SessionTimeout: timeout, ConnectionTimeout: timeout, BrokerID: -1,
-		DeleteTopicEnable: true, Log: log, Registry: metrics.NewRegistry()}
-	dialer := func(network, address string, t time.Duration) (net.Conn, error) {
-		return net.DialTimeout(network, address, min(t, timeout))
-	}
-	c, err := dial(ctx, cfg, dialer)
-	if err != nil {
-		return nil, err
-	}
-	ok, _, err := c.zk.Exists(zkdata.PathBrokerIDs)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	if !ok {
-		c.Close()
-		return nil, ErrNoCluster
-	}
 	return c, nil
 }
 

@@ -25,13 +25,13 @@ func TestS22_DeleteTopicWaitsForOfflineReplica(t *testing.T) {
 	c2 := connectT(t, testConfig(t, s.Addr, 2, gone.port()))
 	mustStart(t, c2)
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "doomed", Assignment: map[int32][]int32{0: {1, 2}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "doomed", Assignment: map[int32][]int32{0: {1, 2}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c1, "doomed", 0, "online", func(ps PartitionState) bool { return ps.Leader == 1 && len(ps.ISR) == 2 })
 	c2.Close() // broker 2 goes away (its session closes)
 	waitState(t, c1, "doomed", 0, "ISR without broker 2", func(ps PartitionState) bool { return len(ps.ISR) == 1 })
-	if err := c1.DeleteTopic(ctx, "doomed"); err != nil {
+	if err := c1.Admin.DeleteTopic(ctx, "doomed"); err != nil {
 		t.Fatal(err)
 	}
 	stopReplicaFor := func(fb *fakeBroker) func() bool {
@@ -49,7 +49,7 @@ func TestS22_DeleteTopicWaitsForOfflineReplica(t *testing.T) {
 			t.Fatalf("%s removed (err %v) while replica 2 is offline: the deletion must wait for it", path, err)
 		}
 	}
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "doomed", NumPartitions: 1, ReplicationFactor: 1}, false); err == nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "doomed", NumPartitions: 1, ReplicationFactor: 1}, false); err == nil {
 		t.Fatal("a topic queued for deletion was created again")
 	}
 

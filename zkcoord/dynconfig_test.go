@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
@@ -51,63 +52,63 @@ func (r *configRecorder) seen(entity string) bool {
 // brokers' configs and malformed notifications are skipped (issue 4).
 func TestDynamicConfigListener(t *testing.T) {
 	s := startZK(t)
-	admin := connectT(t, testConfig(t, s.Addr, 9, 1))
+	op := connectT(t, testConfig(t, s.Addr, 9, 1))
 	b1 := connectT(t, testConfig(t, s.Addr, 1, 2))
 
 	// Written before the broker listens: found by the start-up scan.
-	if err := admin.SetReassignmentThrottle(1000, []int32{1, 2},
+	if err := op.Admin.SetReassignmentThrottle(1000, []int32{1, 2},
 		map[string]map[int32][]int32{"t": {0: {1}}}, map[string]map[int32][]int32{"t": {0: {2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.writeRawConfig(zkdata.BrokerEntityConfigPath(zkdata.DefaultBrokerEntity), `{"version":1,"config":{"follower.replication.throttled.rate":"5"}}`); err != nil {
+	if err := op.writeRawConfig(zkdata.BrokerEntityConfigPath(zkdata.DefaultBrokerEntity), `{"version":1,"config":{"follower.replication.throttled.rate":"5"}}`); err != nil {
 		t.Fatal(err)
 	}
 	rec := &configRecorder{}
-	b1.OnDynamicConfig(rec.record)
+	b1.ConfigListener.OnDynamicConfig(rec.record)
 	waitFor(t, 10*time.Second, "start-up scan", func() bool {
 		b, _ := rec.get("brokers/1")
 		d, _ := rec.get("brokers/<default>")
 		tc, _ := rec.get("topics/t")
-		return b[LeaderThrottledRate] == "1000" && d[FollowerThrottledRate] == "5" &&
-			tc[LeaderThrottledReplicas] == "0:1" && tc[FollowerThrottledReplicas] == "0:2"
+		return b[admin.LeaderThrottledRate] == "1000" && d[admin.FollowerThrottledRate] == "5" &&
+			tc[admin.LeaderThrottledReplicas] == "0:1" && tc[admin.FollowerThrottledReplicas] == "0:2"
 	})
 
 	// A change notification after start: the rate changes.
-	if err := admin.SetBrokerThrottleRate(2000, []int32{1, 2}); err != nil {
+	if err := op.Admin.SetBrokerThrottleRate(2000, []int32{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "rate change", func() bool {
 		b, _ := rec.get("brokers/1")
-		return b[LeaderThrottledRate] == "2000"
+		return b[admin.LeaderThrottledRate] == "2000"
 	})
 
 	// Garbage notifications are skipped; the next good one is still processed.
 	for _, bad := range []string{"not json", `{"version":2,"entity_path":"nope"}`, `{"version":7}`} {
-		if _, err := admin.zk.Create(zkdata.ConfigChangeSequential, []byte(bad), zk.FlagSequence); err != nil {
+		if _, err := op.zk.Create(zkdata.ConfigChangeSequential, []byte(bad), zk.FlagSequence); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Version 1 notifications (entity_type/entity_name) are understood too.
-	if err := admin.writeRawConfig(zkdata.TopicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
+	if err := op.writeRawConfig(zkdata.TopicConfigPath("u"), `{"version":1,"config":{"follower.replication.throttled.replicas":"*"}}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.zk.Create(zkdata.ConfigChangeSequential, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
+	if _, err := op.zk.Create(zkdata.ConfigChangeSequential, []byte(`{"version":1,"entity_type":"topics","entity_name":"u"}`), zk.FlagSequence); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "version 1 notification", func() bool {
 		u, _ := rec.get("topics/u")
-		return u[FollowerThrottledReplicas] == "*"
+		return u[admin.FollowerThrottledReplicas] == "*"
 	})
 
 	// Removing the throttle (what --verify does) delivers the configs without the keys.
-	if _, err := admin.ClearReassignmentThrottle([]string{"t"}); err != nil {
+	if _, err := op.Admin.ClearReassignmentThrottle([]string{"t"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "throttle removal", func() bool {
 		b, _ := rec.get("brokers/1")
 		tc, _ := rec.get("topics/t")
-		_, hasRate := b[LeaderThrottledRate]
-		_, hasList := tc[LeaderThrottledReplicas]
+		_, hasRate := b[admin.LeaderThrottledRate]
+		_, hasList := tc[admin.LeaderThrottledReplicas]
 		return !hasRate && !hasList
 	})
 	if rec.seen("brokers/2") || rec.seen("brokers/9") {

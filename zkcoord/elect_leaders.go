@@ -14,17 +14,13 @@ import (
 // coordinator's entry points into the controller (zkcoord/controller/elect_leaders.go).
 
 // Election results of ElectLeaders, mapped to Kafka error codes by the broker.
-type (
-	ElectionResult = controller.ElectionResult
-	ElectionError  = controller.ElectionError
-)
+type ElectionResult = controller.ElectionResult
 
 const (
 	ElectionOK                = controller.ElectionOK
 	ElectionNotNeeded         = controller.ElectionNotNeeded
 	ElectionPreferredNotAvail = controller.ElectionPreferredNotAvail
 	ElectionEligibleNotAvail  = controller.ElectionEligibleNotAvail
-	ElectionUnknownPartition  = controller.ElectionUnknownPartition
 	ElectionTopicBeingDeleted = controller.ElectionTopicBeingDeleted
 )
 

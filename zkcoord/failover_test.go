@@ -18,7 +18,7 @@ func waitState(t *testing.T, c *Coordinator, topic string, p int32, what string,
 	var ps PartitionState
 	waitFor(t, 15*time.Second, what, func() bool {
 		var err error
-		ps, err = c.PartitionState(topic, p)
+		ps, err = c.Reader.PartitionState(topic, p)
 		return err == nil && ok(ps)
 	})
 	return ps
@@ -40,7 +40,7 @@ func TestS9_K6_BrokerFailureElectsFromISRUncleanOnlyWhenEnabled(t *testing.T) {
 	waitState(t, c1, "two", 0, "two/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{2, 1}) })
 	u := waitState(t, c1, "unclean", 0, "unclean/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 	// The leader of unclean/0 shrinks its ISR to itself (K3 CAS).
-	if _, err := c2.UpdateLeaderAndIsr("unclean", 0, 2, u.LeaderEpoch, []int32{2}, u.ControllerEpoch, u.ZkVersion); err != nil {
+	if _, err := c2.IsrWriter.UpdateLeaderAndIsr("unclean", 0, 2, u.LeaderEpoch, []int32{2}, u.ControllerEpoch, u.ZkVersion); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "broker 2 got LeaderAndIsr", func() bool {
@@ -99,7 +99,7 @@ func TestS9_K6_BrokerFailureElectsFromISRUncleanOnlyWhenEnabled(t *testing.T) {
 		t.Fatalf("one/0 %+v", back)
 	}
 	// two/0 keeps leader 1: broker 2 rejoins the ISR through the leader, not the controller.
-	if ps, _ := c1.PartitionState("two", 0); ps.Leader != 1 || ps.LeaderEpoch != 1 {
+	if ps, _ := c1.Reader.PartitionState("two", 0); ps.Leader != 1 || ps.LeaderEpoch != 1 {
 		t.Fatalf("two/0 changed: %+v", ps)
 	}
 	waitFor(t, 5*time.Second, "OfflinePartitionsCount 0", func() bool {
@@ -113,11 +113,11 @@ func TestDeleteTopic(t *testing.T) {
 	c := connectT(t, testConfig(t, s.Addr, 1, fb.port()))
 	mustStart(t, c)
 	ctx := context.Background()
-	if _, err := c.CreateTopic(ctx, TopicSpec{Name: "gone", NumPartitions: 2, ReplicationFactor: 1}, false); err != nil {
+	if _, err := c.Admin.CreateTopic(ctx, TopicSpec{Name: "gone", NumPartitions: 2, ReplicationFactor: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, "gone", 1, "online", func(ps PartitionState) bool { return ps.Leader == 1 })
-	if err := c.DeleteTopic(ctx, "gone"); err != nil {
+	if err := c.Admin.DeleteTopic(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "znodes deleted", func() bool {
@@ -139,7 +139,7 @@ func TestDeleteTopic(t *testing.T) {
 		t.Fatal("no UpdateMetadata with leader -2")
 	}
 	// The name can be reused.
-	if _, err := c.CreateTopic(ctx, TopicSpec{Name: "gone", NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+	if _, err := c.Admin.CreateTopic(ctx, TopicSpec{Name: "gone", NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, "gone", 0, "recreated", func(ps PartitionState) bool { return ps.Leader == 1 && ps.LeaderEpoch == 0 })
@@ -172,7 +172,7 @@ func TestSessionExpiryReregisters(t *testing.T) {
 		return err == nil && st.Czxid != first && epochs.Load() == st.Czxid
 	})
 	waitFor(t, 20*time.Second, "controller again", func() bool {
-		e, _, _ := c.ControllerEpoch()
+		e, _, _ := c.Reader.ControllerEpoch()
 		// Usually 2; a controller event in flight when the session expired can cost one
 		// more election (it is fenced, so that is harmless).
 		return c.IsController() && e >= 2

@@ -279,7 +279,7 @@ func startClusterWith(t *testing.T, n int32, tune func(id int32, cfg *Config)) *
 func registerT(t testing.TB, cfg Config) (*Coordinator, int64) {
 	t.Helper()
 	c := connectT(t, cfg)
-	epoch, err := c.Register(context.Background())
+	epoch, err := c.Registrar.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func registerT(t testing.TB, cfg Config) (*Coordinator, int64) {
 func createTopics(t testing.TB, c *Coordinator, specs ...TopicSpec) {
 	t.Helper()
 	for _, spec := range specs {
-		if _, err := c.CreateTopic(context.Background(), spec, false); err != nil {
+		if _, err := c.Admin.CreateTopic(context.Background(), spec, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
 	"github.com/go-zookeeper/zk"
@@ -27,12 +28,12 @@ func (tc *testCluster) bounce(t *testing.T, id int32, gone func() bool) {
 // the replica caught up.
 func rejoin(t *testing.T, leaderCoord *Coordinator, topic string, id int32) PartitionState {
 	t.Helper()
-	ps, err := leaderCoord.PartitionState(topic, 0)
+	ps, err := leaderCoord.Reader.PartitionState(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	isr := append(slices.Clone(ps.ISR), id)
-	if _, err := leaderCoord.UpdateLeaderAndIsr(topic, 0, ps.Leader, ps.LeaderEpoch, isr, ps.ControllerEpoch, ps.ZkVersion); err != nil {
+	if _, err := leaderCoord.IsrWriter.UpdateLeaderAndIsr(topic, 0, ps.Leader, ps.LeaderEpoch, isr, ps.ControllerEpoch, ps.ZkVersion); err != nil {
 		t.Fatal(err)
 	}
 	ps.ISR = isr
@@ -69,7 +70,7 @@ func TestK7_PreferredElection(t *testing.T) {
 
 	// Broker 2 fails and returns: moved/0 is led by 1, notisr/0 by 3.
 	tc.bounce(t, 2, func() bool {
-		ps, err := c1.PartitionState("notisr", 0)
+		ps, err := c1.Reader.PartitionState("notisr", 0)
 		return err == nil && ps.Leader == 3
 	})
 	moved := waitState(t, c1, "moved", 0, "moved/0 led by 1", func(ps PartitionState) bool { return ps.Leader == 1 && !slices.Contains(ps.ISR, 2) })
@@ -78,10 +79,10 @@ func TestK7_PreferredElection(t *testing.T) {
 	})
 	// The leader of moved/0 takes broker 2 back into the ISR; notisr/0's leader does not.
 	moved = rejoin(t, c1, "moved", 2)
-	already, _ := c1.PartitionState("already", 0)
-	notisr, _ := c1.PartitionState("notisr", 0)
+	already, _ := c1.Reader.PartitionState("already", 0)
+	notisr, _ := c1.Reader.PartitionState("notisr", 0)
 
-	if err := c3.RequestPreferredElection(ctx, []TopicPartition{
+	if err := c3.Admin.RequestPreferredElection(ctx, []TopicPartition{
 		{Topic: "moved", Partition: 0}, {Topic: "already", Partition: 0}, {Topic: "notisr", Partition: 0},
 		{Topic: "nope", Partition: 0}, {Topic: "moved", Partition: 7},
 	}); err != nil {
@@ -89,17 +90,17 @@ func TestK7_PreferredElection(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := c3.WaitPreferredElectionDone(wctx); err != nil {
+	if err := c3.Reader.WaitPreferredElectionDone(wctx); err != nil {
 		t.Fatalf("the controller did not delete the request: %v", err)
 	}
-	ps, _ := c1.PartitionState("moved", 0)
+	ps, _ := c1.Reader.PartitionState("moved", 0)
 	if ps.Leader != 2 || ps.LeaderEpoch != moved.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, moved.ISR) || ps.ControllerEpoch != moved.ControllerEpoch {
 		t.Fatalf("moved/0 after the election: %+v (before %+v)", ps, moved)
 	}
-	if ps, _ = c1.PartitionState("already", 0); ps.LeaderEpoch != already.LeaderEpoch || ps.ZkVersion != already.ZkVersion {
+	if ps, _ = c1.Reader.PartitionState("already", 0); ps.LeaderEpoch != already.LeaderEpoch || ps.ZkVersion != already.ZkVersion {
 		t.Fatalf("already/0 changed: %+v (before %+v)", ps, already)
 	}
-	if ps, _ = c1.PartitionState("notisr", 0); ps.Leader != 3 || ps.ZkVersion != notisr.ZkVersion {
+	if ps, _ = c1.Reader.PartitionState("notisr", 0); ps.Leader != 3 || ps.ZkVersion != notisr.ZkVersion {
 		t.Fatalf("notisr/0 changed: %+v (before %+v)", ps, notisr)
 	}
 	for _, fb := range []*fakeBroker{tc.fbs[1], tc.fbs[2], tc.fbs[3]} {
@@ -116,13 +117,13 @@ func TestK7_PreferredElection(t *testing.T) {
 	}
 	wctx2, cancel2 := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel2()
-	if err := c3.WaitPreferredElectionDone(wctx2); err != nil {
+	if err := c3.Reader.WaitPreferredElectionDone(wctx2); err != nil {
 		t.Fatalf("undecodable request not deleted: %v", err)
 	}
 	if !c1.IsController() {
 		t.Fatal("an undecodable request made the controller resign")
 	}
-	if ps, _ = c1.PartitionState("moved", 0); ps.Leader != 2 || ps.LeaderEpoch != moved.LeaderEpoch+1 {
+	if ps, _ = c1.Reader.PartitionState("moved", 0); ps.Leader != 2 || ps.LeaderEpoch != moved.LeaderEpoch+1 {
 		t.Fatalf("moved/0 changed again: %+v", ps)
 	}
 }
@@ -137,35 +138,35 @@ func TestPreferredElectionRequestPendingAtFailover(t *testing.T) {
 	createTopics(t, c1, TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 3}}})
 	waitState(t, c1, "t", 0, "t/0 online", func(ps PartitionState) bool { return ps.Leader == 2 && len(ps.ISR) == 2 })
 	tc.bounce(t, 2, func() bool {
-		ps, err := c1.PartitionState("t", 0)
+		ps, err := c1.Reader.PartitionState("t", 0)
 		return err == nil && ps.Leader == 3
 	})
 	before := rejoin(t, c3, "t", 2)
 	// The controller (broker 1, no replica of t) goes away; the request waits for the next.
 	c1.Close()
-	waitFor(t, 10*time.Second, "no controller", func() bool { id, err := c3.ControllerID(); return err == nil && id == -1 })
+	waitFor(t, 10*time.Second, "no controller", func() bool { id, err := c3.Reader.ControllerID(); return err == nil && id == -1 })
 	tps := []TopicPartition{{Topic: "t", Partition: 0}}
-	if err := c3.RequestPreferredElection(ctx, tps); err != nil {
+	if err := c3.Admin.RequestPreferredElection(ctx, tps); err != nil {
 		t.Fatal(err)
 	}
-	if err := c3.RequestPreferredElection(ctx, tps); !errors.Is(err, ErrPreferredElectionInProgress) {
+	if err := c3.Admin.RequestPreferredElection(ctx, tps); !errors.Is(err, admin.ErrPreferredElectionInProgress) {
 		t.Fatalf("second request: %v", err)
 	}
-	if ok, err := c3.PreferredElectionPending(); err != nil || !ok {
+	if ok, err := c3.Reader.PreferredElectionPending(); err != nil || !ok {
 		t.Fatalf("pending: %v %v", ok, err)
 	}
 	c3.StartController()
 	waitFor(t, 10*time.Second, "broker 3 controller", c3.IsController)
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := c3.WaitPreferredElectionDone(wctx); err != nil {
+	if err := c3.Reader.WaitPreferredElectionDone(wctx); err != nil {
 		t.Fatal(err)
 	}
-	ps, _ := c3.PartitionState("t", 0)
+	ps, _ := c3.Reader.PartitionState("t", 0)
 	if ps.Leader != 2 || ps.LeaderEpoch != before.LeaderEpoch+1 {
 		t.Fatalf("t/0 after failover: %+v (before %+v)", ps, before)
 	}
-	if ok, err := c3.PreferredElectionPending(); err != nil || ok {
+	if ok, err := c3.Reader.PreferredElectionPending(); err != nil || ok {
 		t.Fatalf("still pending: %v %v", ok, err)
 	}
 }
@@ -192,17 +193,17 @@ func TestK7_AutoLeaderRebalance(t *testing.T) {
 			waitState(t, c1, "a", 0, "a/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 			waitState(t, c1, "c", 0, "c/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 			tc.bounce(t, 2, func() bool {
-				ps, err := c1.PartitionState("c", 0)
+				ps, err := c1.Reader.PartitionState("c", 0)
 				return err == nil && ps.Leader == 3
 			})
 			waitState(t, c1, "a", 0, "a/0 led by 1", func(ps PartitionState) bool { return ps.Leader == 1 })
 			a := rejoin(t, c1, "a", 2)
-			cst, _ := c1.PartitionState("c", 0)
+			cst, _ := c1.Reader.PartitionState("c", 0)
 			if !enabled {
 				// Several checks would have run by now (the first 5 s after failover).
 				deadline := time.Now().Add(5*time.Second + time.Second) // the first check runs 5 s after failover
 				for time.Now().Before(deadline) {
-					if ps, _ := c1.PartitionState("a", 0); ps.Leader != 1 {
+					if ps, _ := c1.Reader.PartitionState("a", 0); ps.Leader != 1 {
 						t.Fatalf("a/0 moved with auto rebalance disabled: %+v", ps)
 					}
 					time.Sleep(100 * time.Millisecond) // polling interval
@@ -220,7 +221,7 @@ func TestK7_AutoLeaderRebalance(t *testing.T) {
 			waitFor(t, 10*time.Second, "imbalance 1", func() bool {
 				return gaugeValue(cfg1.Registry, "kafka.controller:type=KafkaController,name=PreferredReplicaImbalanceCount") == 1
 			})
-			if ps, _ := c1.PartitionState("c", 0); ps.Leader != 3 || ps.ZkVersion != cst.ZkVersion {
+			if ps, _ := c1.Reader.PartitionState("c", 0); ps.Leader != 3 || ps.ZkVersion != cst.ZkVersion {
 				t.Fatalf("c/0 (preferred replica not in the ISR) changed: %+v (before %+v)", ps, cst)
 			}
 		})

@@ -16,7 +16,7 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 	c1 := connectT(t, testConfig(t, s.Addr, 1, newFakeBroker(t).port()))
 	c2 := connectT(t, testConfig(t, s.Addr, 2, newFakeBroker(t).port()))
 
-	start, end, err := c1.AllocateProducerIDBlock(context.Background())
+	start, end, err := c1.ProducerIDs.AllocateProducerIDBlock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestAllocateProducerIDBlock(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, e, err := c.AllocateProducerIDBlock(context.Background())
+			s, e, err := c.ProducerIDs.AllocateProducerIDBlock(context.Background())
 			if err != nil {
 				t.Error(err)
 				return

@@ -20,7 +20,7 @@ func startReassignCluster(t *testing.T, n int32) *testCluster {
 	t.Helper()
 	rc := startCluster(t, n)
 	waitFor(t, 10*time.Second, "brokers registered", func() bool {
-		bs, err := rc.coord[1].LiveBrokers()
+		bs, err := rc.coord[1].Reader.LiveBrokers()
 		return err == nil && len(bs) == int(n)
 	})
 	return rc
@@ -30,11 +30,11 @@ func startReassignCluster(t *testing.T, n int32) *testCluster {
 func expandIsr(t *testing.T, c *Coordinator, topic string, isr []int32) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		ps, err := c.PartitionState(topic, 0)
+		ps, err := c.Reader.PartitionState(topic, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.UpdateLeaderAndIsr(topic, 0, ps.Leader, ps.LeaderEpoch, isr, ps.ControllerEpoch, ps.ZkVersion)
+		_, err = c.IsrWriter.UpdateLeaderAndIsr(topic, 0, ps.Leader, ps.LeaderEpoch, isr, ps.ControllerEpoch, ps.ZkVersion)
 		if err == nil {
 			return
 		}
@@ -83,7 +83,7 @@ func stopReplicasFor(fb *fakeBroker, topic string) []bool {
 
 func reassignZNodeExists(t *testing.T, c *Coordinator) bool {
 	t.Helper()
-	_, ok, err := c.ReassignmentInProgress()
+	_, ok, err := c.Reader.ReassignmentInProgress()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 	rc := startReassignCluster(t, 4)
 	c1 := rc.coord[1]
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "r", Assignment: map[int32][]int32{0: {1, 2, 3}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "r", Assignment: map[int32][]int32{0: {1, 2, 3}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	before := waitState(t, c1, "r", 0, "r/0 online", func(ps PartitionState) bool { return reflect.DeepEqual(ps.ISR, []int32{1, 2, 3}) })
@@ -114,7 +114,7 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 		{{Topic: "r", Partition: 0, Replicas: []int32{2, 3, 4}}, {Topic: "r", Partition: 0, Replicas: []int32{2, 3, 4}}},
 		nil,
 	} {
-		if err := c1.StartReassignment(ctx, bad); err == nil {
+		if err := c1.Admin.StartReassignment(ctx, bad); err == nil {
 			t.Fatalf("plan %v accepted", bad)
 		}
 	}
@@ -123,15 +123,15 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 	}
 
 	target := []PartitionReassignment{{Topic: "r", Partition: 0, Replicas: []int32{2, 3, 4}}}
-	if err := c1.StartReassignment(ctx, target); err != nil {
+	if err := c1.Admin.StartReassignment(ctx, target); err != nil {
 		t.Fatal(err)
 	}
-	if err := c1.StartReassignment(ctx, target); !errors.Is(err, ErrReassignmentInProgress) {
+	if err := c1.Admin.StartReassignment(ctx, target); !errors.Is(err, ErrReassignmentInProgress) {
 		t.Fatalf("second reassignment: %v", err)
 	}
 	// Steps 1–3.
 	waitFor(t, 10*time.Second, "AR = OAR+RAR", func() bool {
-		a, err := c1.TopicAssignment("r")
+		a, err := c1.Reader.TopicAssignment("r")
 		return err == nil && reflect.DeepEqual(a[0], []int32{2, 3, 4, 1})
 	})
 	mid := waitState(t, c1, "r", 0, "epoch bump", func(ps PartitionState) bool { return ps.LeaderEpoch == before.LeaderEpoch+1 })
@@ -161,7 +161,7 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 	expandIsr(t, c1, "r", []int32{1, 2, 3})
 	// Barrier: the controller handles events in order, so once a topic created after the
 	// ISR write is online, the state watch event has been handled.
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "barrier", Assignment: map[int32][]int32{0: {2}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "barrier", Assignment: map[int32][]int32{0: {2}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c1, "barrier", 0, "barrier online", func(ps PartitionState) bool { return ps.Leader == 2 })
@@ -171,11 +171,11 @@ func TestReassignmentMovesReplicas(t *testing.T) {
 	// The leader adds broker 4 to the ISR (K4): steps 5–12 run.
 	expandIsr(t, c1, "r", []int32{1, 2, 3, 4})
 	waitFor(t, 10*time.Second, "znode deleted", func() bool { return !reassignZNodeExists(t, c1) })
-	a, err := c1.TopicAssignment("r")
+	a, err := c1.Reader.TopicAssignment("r")
 	if err != nil || !reflect.DeepEqual(a[0], []int32{2, 3, 4}) {
 		t.Fatalf("final assignment %v %v", a, err)
 	}
-	ps, _ := c1.PartitionState("r", 0)
+	ps, _ := c1.Reader.PartitionState("r", 0)
 	// Step 7 elected 2 (epoch+1), step 8 removed 1 from the ISR (epoch+1).
 	if ps.Leader != 2 || !reflect.DeepEqual(ps.ISR, []int32{2, 3, 4}) || ps.LeaderEpoch != mid.LeaderEpoch+2 {
 		t.Fatalf("final state %+v (mid %+v)", ps, mid)
@@ -230,11 +230,11 @@ func TestReassignmentIncreasesReplicationFactor(t *testing.T) {
 	rc := startReassignCluster(t, 3)
 	c1 := rc.coord[1]
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "rf", Assignment: map[int32][]int32{0: {1}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "rf", Assignment: map[int32][]int32{0: {1}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c1, "rf", 0, "rf/0 online", func(ps PartitionState) bool { return ps.Leader == 1 })
-	if err := c1.StartReassignment(ctx, []PartitionReassignment{{Topic: "rf", Partition: 0, Replicas: []int32{1, 2, 3}}}); err != nil {
+	if err := c1.Admin.StartReassignment(ctx, []PartitionReassignment{{Topic: "rf", Partition: 0, Replicas: []int32{1, 2, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	mid := waitState(t, c1, "rf", 0, "epoch bump", func(ps PartitionState) bool { return ps.LeaderEpoch == 1 })
@@ -244,8 +244,8 @@ func TestReassignmentIncreasesReplicationFactor(t *testing.T) {
 	expandIsr(t, c1, "rf", []int32{1, 2})
 	expandIsr(t, c1, "rf", []int32{1, 2, 3})
 	waitFor(t, 10*time.Second, "znode deleted", func() bool { return !reassignZNodeExists(t, c1) })
-	a, _ := c1.TopicAssignment("rf")
-	ps, _ := c1.PartitionState("rf", 0)
+	a, _ := c1.Reader.TopicAssignment("rf")
+	ps, _ := c1.Reader.PartitionState("rf", 0)
 	if !reflect.DeepEqual(a[0], []int32{1, 2, 3}) || ps.Leader != 1 || ps.LeaderEpoch != mid.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, []int32{1, 2, 3}) {
 		t.Fatalf("after RF increase: assignment %v state %+v", a[0], ps)
 	}
@@ -262,7 +262,7 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 	rc := startReassignCluster(t, 2)
 	c1 := rc.coord[1]
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "x", Assignment: map[int32][]int32{0: {1, 2}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "x", Assignment: map[int32][]int32{0: {1, 2}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	before := waitState(t, c1, "x", 0, "x/0 online", func(ps PartitionState) bool { return len(ps.ISR) == 2 })
@@ -272,8 +272,8 @@ func TestReassignmentInvalidInZNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "invalid reassignment removed", func() bool { return !reassignZNodeExists(t, c1) })
-	a, _ := c1.TopicAssignment("x")
-	ps, _ := c1.PartitionState("x", 0)
+	a, _ := c1.Reader.TopicAssignment("x")
+	ps, _ := c1.Reader.PartitionState("x", 0)
 	if !reflect.DeepEqual(a[0], []int32{1, 2}) || ps.LeaderEpoch != before.LeaderEpoch {
 		t.Fatalf("a failed reassignment changed the partition: %v %+v", a[0], ps)
 	}
@@ -293,15 +293,15 @@ func TestReassignmentResumesAfterControllerFailover(t *testing.T) {
 	rc := startReassignCluster(t, 4)
 	c1, c2 := rc.coord[1], rc.coord[2]
 	ctx := context.Background()
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "f", Assignment: map[int32][]int32{0: {2, 3}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "f", Assignment: map[int32][]int32{0: {2, 3}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c1, "f", 0, "f/0 online", func(ps PartitionState) bool { return len(ps.ISR) == 2 })
-	if err := c1.StartReassignment(ctx, []PartitionReassignment{{Topic: "f", Partition: 0, Replicas: []int32{3, 4}}}); err != nil {
+	if err := c1.Admin.StartReassignment(ctx, []PartitionReassignment{{Topic: "f", Partition: 0, Replicas: []int32{3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "AR = OAR+RAR", func() bool {
-		a, err := c2.TopicAssignment("f")
+		a, err := c2.Reader.TopicAssignment("f")
 		return err == nil && reflect.DeepEqual(a[0], []int32{3, 4, 2})
 	})
 	mid := waitState(t, c2, "f", 0, "epoch bump", func(ps PartitionState) bool { return ps.LeaderEpoch == 1 })
@@ -320,8 +320,8 @@ func TestReassignmentResumesAfterControllerFailover(t *testing.T) {
 	})
 	expandIsr(t, c2, "f", []int32{2, 3, 4})
 	waitFor(t, 20*time.Second, "znode deleted", func() bool { return !reassignZNodeExists(t, c2) })
-	a, _ := c2.TopicAssignment("f")
-	ps, _ := c2.PartitionState("f", 0)
+	a, _ := c2.Reader.TopicAssignment("f")
+	ps, _ := c2.Reader.PartitionState("f", 0)
 	if !reflect.DeepEqual(a[0], []int32{3, 4}) || ps.Leader != 3 || !reflect.DeepEqual(ps.ISR, []int32{3, 4}) || ps.LeaderEpoch <= mid.LeaderEpoch {
 		t.Fatalf("after resumed reassignment: %v %+v", a[0], ps)
 	}

@@ -53,14 +53,14 @@ func TestControlledShutdown(t *testing.T) {
 	waitState(t, c1, "single", 0, "single/0 online", func(ps PartitionState) bool { return ps.Leader == 2 })
 	// The leader of only/0 shrinks its ISR to itself (K3), and the controller learns it
 	// through the ISR change notification (K5).
-	if _, err := c2.UpdateLeaderAndIsr("only", 0, 2, only.LeaderEpoch, []int32{2}, only.ControllerEpoch, only.ZkVersion); err != nil {
+	if _, err := c2.IsrWriter.UpdateLeaderAndIsr("only", 0, 2, only.LeaderEpoch, []int32{2}, only.ControllerEpoch, only.ZkVersion); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "ISR change notification processed", func() bool {
 		ch, err := c1.zk.Children(zkdata.PathIsrChange)
-		return err == nil && len(ch) == 0 && c2.PendingLen() == 0
+		return err == nil && len(ch) == 0 && c2.IsrWriter.PendingLen() == 0
 	})
-	only, _ = c1.PartitionState("only", 0)
+	only, _ = c1.Reader.PartitionState("only", 0)
 
 	// Errors first: not the controller, unknown broker, stale broker epoch.
 	if _, err := c2.ControlledShutdown(ctx, 2, epoch2); !errors.Is(err, ErrNotController) {
@@ -72,7 +72,7 @@ func TestControlledShutdown(t *testing.T) {
 	if _, err := c1.ControlledShutdown(ctx, 2, epoch2-1); !errors.Is(err, ErrStaleBrokerEpoch) {
 		t.Fatalf("stale epoch: %v", err)
 	}
-	if ps, _ := c1.PartitionState("moved", 0); ps.LeaderEpoch != moved.LeaderEpoch {
+	if ps, _ := c1.Reader.PartitionState("moved", 0); ps.LeaderEpoch != moved.LeaderEpoch {
 		t.Fatalf("a refused request changed moved/0: %+v", ps)
 	}
 
@@ -84,18 +84,18 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatalf("remaining %v, want %v", remaining, want)
 	}
 	// The answer comes after the fenced writes: the znodes already show the result.
-	ps, _ := c1.PartitionState("moved", 0)
+	ps, _ := c1.Reader.PartitionState("moved", 0)
 	if ps.Leader != 1 || ps.LeaderEpoch != moved.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, []int32{1, 3}) {
 		t.Fatalf("moved/0 after controlled shutdown: %+v (before %+v)", ps, moved)
 	}
-	ps, _ = c1.PartitionState("followed", 0)
+	ps, _ = c1.Reader.PartitionState("followed", 0)
 	if ps.Leader != 1 || ps.LeaderEpoch != followed.LeaderEpoch+1 || !reflect.DeepEqual(ps.ISR, []int32{1}) {
 		t.Fatalf("followed/0 after controlled shutdown: %+v (before %+v)", ps, followed)
 	}
-	if ps, _ = c1.PartitionState("only", 0); ps.Leader != 2 || ps.LeaderEpoch != only.LeaderEpoch {
+	if ps, _ = c1.Reader.PartitionState("only", 0); ps.Leader != 2 || ps.LeaderEpoch != only.LeaderEpoch {
 		t.Fatalf("only/0 changed: %+v (before %+v)", ps, only)
 	}
-	if ps, _ = c1.PartitionState("single", 0); ps.Leader != 2 || ps.LeaderEpoch != 0 {
+	if ps, _ = c1.Reader.PartitionState("single", 0); ps.Leader != 2 || ps.LeaderEpoch != 0 {
 		t.Fatalf("single/0 changed: %+v", ps)
 	}
 	// LeaderAndIsr for moved/0 goes to every live replica, the shutting-down one included.
@@ -121,7 +121,7 @@ func TestControlledShutdown(t *testing.T) {
 		t.Fatalf("retry: %v %v", again, err)
 	}
 	// Shutting-down brokers are not elected: a new partition led by assignment by 2 gets 1.
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "new", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "new", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	ps = waitState(t, c1, "new", 0, "new/0 online", func(ps PartitionState) bool { return ps.Leader != -1 })
@@ -134,7 +134,7 @@ func TestControlledShutdown(t *testing.T) {
 	waitState(t, c1, "only", 0, "only/0 offline", func(ps PartitionState) bool { return ps.Leader == -1 })
 	registerT(t, testConfig(t, tc.srv.Addr, 2, fb2.port()))
 	waitState(t, c1, "only", 0, "only/0 back on broker 2", func(ps PartitionState) bool { return ps.Leader == 2 })
-	if _, err := c1.CreateTopic(ctx, TopicSpec{Name: "new2", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
+	if _, err := c1.Admin.CreateTopic(ctx, TopicSpec{Name: "new2", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c1, "new2", 0, "new2/0 led by broker 2", func(ps PartitionState) bool { return ps.Leader == 2 })
@@ -146,10 +146,10 @@ func TestControlledShutdownContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Either answer is fine as long as the call returns: the event may win the race.
-	if _, err := c.ControlledShutdown(ctx, 1, c.BrokerEpoch()); err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := c.ControlledShutdown(ctx, 1, c.Registrar.BrokerEpoch()); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
-	rem, err := c.ControlledShutdown(context.Background(), 1, c.BrokerEpoch())
+	rem, err := c.ControlledShutdown(context.Background(), 1, c.Registrar.BrokerEpoch())
 	if err != nil || len(rem) != 0 {
 		t.Fatalf("own shutdown: %v %v", rem, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/isrbroker/isrbroker/zkcoord/agent"
 	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 
@@ -36,7 +37,7 @@ func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
 
 func mustStart(t *testing.T, c *Coordinator) int64 {
 	t.Helper()
-	epoch, err := c.Register(context.Background())
+	epoch, err := c.Registrar.Register(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestZnodeJSON(t *testing.T) {
 	} else if _, err := strconv.ParseInt(ts, 10, 64); err != nil {
 		t.Fatalf("timestamp %q", ts)
 	}
-	if st.EphemeralOwner == 0 || st.Czxid != epoch || c.BrokerEpoch() != epoch {
+	if st.EphemeralOwner == 0 || st.Czxid != epoch || c.Registrar.BrokerEpoch() != epoch {
 		t.Fatalf("broker znode must be ephemeral with czxid = broker epoch: owner %x czxid %d epoch %d", st.EphemeralOwner, st.Czxid, epoch)
 	}
 
@@ -103,7 +104,7 @@ func TestZnodeJSON(t *testing.T) {
 		t.Fatalf("ActiveControllerCount %d", v)
 	}
 
-	a, err := c.CreateTopic(context.Background(), TopicSpec{Name: "t1", NumPartitions: 2, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000"}}, false)
+	a, err := c.Admin.CreateTopic(context.Background(), TopicSpec{Name: "t1", NumPartitions: 2, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000"}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestZnodeJSON(t *testing.T) {
 	if conf["version"] != 1.0 || !reflect.DeepEqual(conf["config"], map[string]any{"retention.ms": "1000"}) {
 		t.Fatalf("config %v", conf)
 	}
-	if got, err := c.TopicConfig("t1"); err != nil || got["retention.ms"] != "1000" {
+	if got, err := c.Reader.TopicConfig("t1"); err != nil || got["retention.ms"] != "1000" {
 		t.Fatalf("TopicConfig %v %v", got, err)
 	}
 	state, sst := readJSON(t, raw, "/kafka/x/brokers/topics/t1/partitions/0/state")
@@ -130,7 +131,7 @@ func TestZnodeJSON(t *testing.T) {
 		!reflect.DeepEqual(state["isr"], []any{1.0}) || sst.EphemeralOwner != 0 || sst.Version != 0 {
 		t.Fatalf("state %v", state)
 	}
-	ps, err := c.PartitionState("t1", 0)
+	ps, err := c.Reader.PartitionState("t1", 0)
 	if err != nil || ps.Leader != 1 || ps.LeaderEpoch != 0 || ps.ControllerEpoch != 1 || ps.ZkVersion != 0 || !reflect.DeepEqual(ps.ISR, []int32{1}) {
 		t.Fatalf("PartitionState %+v %v", ps, err)
 	}
@@ -192,7 +193,7 @@ func TestBrokerZnodeRack(t *testing.T) {
 	if b["rack"] != "r1" {
 		t.Fatalf("rack %v", b)
 	}
-	bs, err := c.LiveBrokers()
+	bs, err := c.Reader.LiveBrokers()
 	if err != nil || len(bs) != 1 || bs[0].Rack != "r1" || bs[0].Endpoints[0].Port != 9092 || bs[0].Epoch == 0 {
 		t.Fatalf("LiveBrokers %+v %v", bs, err)
 	}
@@ -217,7 +218,7 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 	d.setCut(true) // the old process is "killed": its session expires after ~2 s
 
 	start := time.Now()
-	epoch, err := c.Register(context.Background())
+	epoch, err := c.Registrar.Register(context.Background())
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -234,7 +235,7 @@ func TestRegisterWaitsForStaleEphemeral(t *testing.T) {
 	cfg.SessionTimeout = 2 * time.Second
 	c2 := connectT(t, cfg)
 	start = time.Now()
-	if _, err := c2.Register(context.Background()); !errors.Is(err, ErrBrokerIDInUse) {
+	if _, err := c2.Registrar.Register(context.Background()); !errors.Is(err, ErrBrokerIDInUse) {
 		t.Fatalf("want ErrBrokerIDInUse, got %v", err)
 	}
 	if el := time.Since(start); el < 2*time.Second || el > 10*time.Second {
@@ -252,10 +253,10 @@ func TestS9_K3_ControllerElectionFailoverAndFencing(t *testing.T) {
 	mustStart(t, c1)
 	waitFor(t, 10*time.Second, "c1 controller", c1.IsController)
 	mustStart(t, c2)
-	if e, v, err := c2.ControllerEpoch(); err != nil || e != 1 || v != 1 {
+	if e, v, err := c2.Reader.ControllerEpoch(); err != nil || e != 1 || v != 1 {
 		t.Fatalf("epoch %d version %d %v", e, v, err)
 	}
-	if id, _ := c2.ControllerID(); id != 1 {
+	if id, _ := c2.Reader.ControllerID(); id != 1 {
 		t.Fatalf("controller id %d", id)
 	}
 	if c2.IsController() {
@@ -263,11 +264,11 @@ func TestS9_K3_ControllerElectionFailoverAndFencing(t *testing.T) {
 	}
 	c1.Close()
 	waitFor(t, 15*time.Second, "c2 controller", c2.IsController)
-	e, v, err := c2.ControllerEpoch()
+	e, v, err := c2.Reader.ControllerEpoch()
 	if err != nil || e != 2 {
 		t.Fatalf("epoch %d %v", e, err)
 	}
-	if id, _ := c2.ControllerID(); id != 2 {
+	if id, _ := c2.Reader.ControllerID(); id != 2 {
 		t.Fatalf("controller id %d", id)
 	}
 	// A zombie controller of epoch 1 holds zkVersion v-1: writes fenced by it fail (the
@@ -301,12 +302,12 @@ func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 	fb := newFakeBroker(t)
 	c := connectT(t, testConfig(t, s.Addr, 1, fb.port()))
 	mustStart(t, c)
-	if _, err := c.CreateTopic(context.Background(), TopicSpec{Name: "cas", Assignment: map[int32][]int32{0: {1}}}, false); err != nil {
+	if _, err := c.Admin.CreateTopic(context.Background(), TopicSpec{Name: "cas", Assignment: map[int32][]int32{0: {1}}}, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "state", func() bool { _, err := c.PartitionState("cas", 0); return err == nil })
+	waitFor(t, 10*time.Second, "state", func() bool { _, err := c.Reader.PartitionState("cas", 0); return err == nil })
 
-	v, err := c.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1}, 1, 0)
+	v, err := c.IsrWriter.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1}, 1, 0)
 	if err != nil || v != 1 {
 		t.Fatalf("CAS: %d %v", v, err)
 	}
@@ -333,17 +334,17 @@ func TestK3_K5_LeaderIsrCASAndChangeNotification(t *testing.T) {
 		return err == nil && len(ch) == 0
 	})
 	// A retried write with the same data but the old zkVersion counts as success.
-	if v2, err := c.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1}, 1, 0); err != nil || v2 != 1 {
+	if v2, err := c.IsrWriter.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1}, 1, 0); err != nil || v2 != 1 {
 		t.Fatalf("identical retry: %d %v", v2, err)
 	}
 	// Different data with a stale zkVersion fails and is not retried.
-	if _, err := c.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1, 2}, 1, 0); !errors.Is(err, ErrBadVersion) {
+	if _, err := c.IsrWriter.UpdateLeaderAndIsr("cas", 0, 1, 0, []int32{1, 2}, 1, 0); !errors.Is(err, agent.ErrBadVersion) {
 		t.Fatalf("stale: %v", err)
 	}
-	if _, err := c.UpdateLeaderAndIsr("nope", 0, 1, 0, []int32{1}, 1, 0); !errors.Is(err, ErrUnknownTopic) {
+	if _, err := c.IsrWriter.UpdateLeaderAndIsr("nope", 0, 1, 0, []int32{1}, 1, 0); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("unknown: %v", err)
 	}
-	ps, _ := c.PartitionState("cas", 0)
+	ps, _ := c.Reader.PartitionState("cas", 0)
 	if ps.ZkVersion != 1 || !reflect.DeepEqual(ps.ISR, []int32{1}) {
 		t.Fatalf("state %+v", ps)
 	}
@@ -354,7 +355,7 @@ func TestCreateTopicErrors(t *testing.T) {
 	c, _ := registerT(t, testConfig(t, s.Addr, 1, 9092))
 	registerT(t, testConfig(t, s.Addr, 2, 9093))
 	ctx := context.Background()
-	if _, err := c.CreateTopic(ctx, TopicSpec{Name: "ok", NumPartitions: 4, ReplicationFactor: 2}, false); err != nil {
+	if _, err := c.Admin.CreateTopic(ctx, TopicSpec{Name: "ok", NumPartitions: 4, ReplicationFactor: 2}, false); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -375,31 +376,31 @@ func TestCreateTopicErrors(t *testing.T) {
 		{TopicSpec{Name: "x", Assignment: map[int32][]int32{0: {}}}, ErrInvalidReplicaAssignment},
 	}
 	for _, tc := range cases {
-		if _, err := c.CreateTopic(ctx, tc.spec, false); !errors.Is(err, tc.want) {
+		if _, err := c.Admin.CreateTopic(ctx, tc.spec, false); !errors.Is(err, tc.want) {
 			t.Errorf("%+v: got %v, want %v", tc.spec, err, tc.want)
 		}
 	}
-	a, err := c.CreateTopic(ctx, TopicSpec{Name: "v", NumPartitions: 3, ReplicationFactor: 2}, true)
+	a, err := c.Admin.CreateTopic(ctx, TopicSpec{Name: "v", NumPartitions: 3, ReplicationFactor: 2}, true)
 	if err != nil || len(a) != 3 {
 		t.Fatalf("validateOnly: %v %v", a, err)
 	}
 	if ok, _, _ := c.zk.Exists(zkdata.TopicPath("v")); ok {
 		t.Fatal("validateOnly wrote the topic")
 	}
-	got, err := c.TopicAssignment("ok")
+	got, err := c.Reader.TopicAssignment("ok")
 	if err != nil || len(got) != 4 {
 		t.Fatalf("TopicAssignment %v %v", got, err)
 	}
-	if _, err := c.TopicAssignment("missing"); !errors.Is(err, ErrUnknownTopic) {
+	if _, err := c.Reader.TopicAssignment("missing"); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatal(err)
 	}
-	if _, err := c.TopicConfig("missing"); !errors.Is(err, ErrUnknownTopic) {
+	if _, err := c.Reader.TopicConfig("missing"); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatal(err)
 	}
-	if err := c.DeleteTopic(ctx, "missing"); !errors.Is(err, ErrUnknownTopic) {
+	if err := c.Admin.DeleteTopic(ctx, "missing"); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatal(err)
 	}
-	topics, _ := c.Topics()
+	topics, _ := c.Reader.Topics()
 	if !reflect.DeepEqual(topics, []string{"ok"}) {
 		t.Fatalf("Topics %v", topics)
 	}

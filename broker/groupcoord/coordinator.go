@@ -120,7 +120,7 @@ type Replicas interface {
 	ReadLocal(tp rm.TopicPartition, offset int64, maxBytes int32) (rm.LocalRead, error)
 }
 
-// Admin creates topics (*zkcoord.Coordinator).
+// Admin creates topics (*zkcoord/admin.Admin).
 type Admin interface {
 	CreateTopic(ctx context.Context, spec zkcoord.TopicSpec, validateOnly bool) (map[int32][]int32, error)
 }

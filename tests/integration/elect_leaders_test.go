@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
-	"github.com/isrbroker/isrbroker/zkcoord"
+	zkadmin "github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // uncleanElections is kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec's
@@ -290,13 +290,13 @@ func TestKIP460_ElectLeadersUncleanAndConfigChange(t *testing.T) {
 	// The config path: unclean.leader.election.enable=true for the second topic.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	adm, err := zkcoord.ConnectAdmin(ctx, c.ZK.Addr, 10*time.Second, nil)
+	adm, err := zkadmin.Connect(ctx, c.ZK.Addr, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer adm.Close()
 	changed := time.Now()
-	if err := adm.AlterTopicConfig(topics[1], func(m map[string]string) { m["unclean.leader.election.enable"] = "true" }); err != nil {
+	if err := adm.Admin.AlterTopicConfig(topics[1], func(m map[string]string) { m["unclean.leader.election.enable"] = "true" }); err != nil {
 		t.Fatal(err)
 	}
 	c.ZK.WaitPartitionState(topics[1], 0, 10*time.Second, func(st cluster.PartitionState) (bool, string) {

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
-	"github.com/isrbroker/isrbroker/zkcoord"
+	zkadmin "github.com/isrbroker/isrbroker/zkcoord/admin"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
@@ -26,11 +26,11 @@ import (
 // AlterBrokerConfig). No broker restarts in these tests.
 
 // zkAdmin connects the ZooKeeper admin client of the test cluster.
-func zkAdmin(t *testing.T, c *cluster.Cluster) *zkcoord.Coordinator {
+func zkAdmin(t *testing.T, c *cluster.Cluster) *zkadmin.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	coord, err := zkcoord.ConnectAdmin(ctx, c.ZK.Addr, 10*time.Second, nil)
+	coord, err := zkadmin.Connect(ctx, c.ZK.Addr, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,16 +38,16 @@ func zkAdmin(t *testing.T, c *cluster.Cluster) *zkcoord.Coordinator {
 	return coord
 }
 
-func setTopicConfig(t *testing.T, coord *zkcoord.Coordinator, topic string, kv ...string) {
+func setTopicConfig(t *testing.T, coord *zkadmin.Session, topic string, kv ...string) {
 	t.Helper()
-	if err := coord.AlterTopicConfig(topic, func(m map[string]string) { setOrDeleteKeys(m, kv) }); err != nil {
+	if err := coord.Admin.AlterTopicConfig(topic, func(m map[string]string) { setOrDeleteKeys(m, kv) }); err != nil {
 		t.Fatalf("altering %s config %v: %v", topic, kv, err)
 	}
 }
 
-func setBrokerConfig(t *testing.T, coord *zkcoord.Coordinator, entity string, kv ...string) {
+func setBrokerConfig(t *testing.T, coord *zkadmin.Session, entity string, kv ...string) {
 	t.Helper()
-	if err := coord.AlterBrokerConfig(entity, func(m map[string]string) { setOrDeleteKeys(m, kv) }); err != nil {
+	if err := coord.Admin.AlterBrokerConfig(entity, func(m map[string]string) { setOrDeleteKeys(m, kv) }); err != nil {
 		t.Fatalf("altering broker %s config %v: %v", entity, kv, err)
 	}
 }

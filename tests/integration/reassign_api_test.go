@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
-	"github.com/isrbroker/isrbroker/zkcoord"
+	zkadmin "github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // KIP-455 reassignments over the protocol: AlterPartitionReassignments (key 45) and
@@ -33,20 +33,20 @@ func throttleReplication(t *testing.T, c *cluster.Cluster, topic string, rate in
 	log.SetOutput(io.Discard)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	coord, err := zkcoord.ConnectAdmin(ctx, c.ZK.Addr, 10*time.Second, log)
+	coord, err := zkadmin.Connect(ctx, c.ZK.Addr, 10*time.Second, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer coord.Close()
 	for _, id := range c.IDs() {
-		if err := coord.AlterBrokerConfig(cluster.Itoa32(id), func(cfg map[string]string) {
+		if err := coord.Admin.AlterBrokerConfig(cluster.Itoa32(id), func(cfg map[string]string) {
 			cfg["leader.replication.throttled.rate"] = fmt.Sprint(rate)
 			cfg["follower.replication.throttled.rate"] = fmt.Sprint(rate)
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := coord.AlterTopicConfig(topic, func(cfg map[string]string) {
+	if err := coord.Admin.AlterTopicConfig(topic, func(cfg map[string]string) {
 		cfg["leader.replication.throttled.replicas"] = "*"
 		cfg["follower.replication.throttled.replicas"] = "*"
 	}); err != nil {

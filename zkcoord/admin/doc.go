@@ -3,7 +3,9 @@
 // reassignment requests and their replication throttles, preferred election requests
 // (Admin), and the reads of the cluster's state used by the broker, operator tools and tests
 // (Reader). It writes only the request znodes and configs the controller and the brokers act
-// on; it owns no state besides its connection.
+// on; it owns no state besides its connection. Session (session.go) is an operator tool's
+// own ZooKeeper session with a Reader and an Admin over it, so the tools need neither the
+// broker's coordinator nor the controller.
 package admin
 
 import (

@@ -15,7 +15,7 @@ import (
 )
 
 // ControllerLocator is what the controlled shutdown needs from ZooKeeper;
-// *zkcoord.Coordinator implements it.
+// the coordinator's Reader and Registrar implement it together.
 type ControllerLocator interface {
 	ControllerID() (int32, error)
 	LiveBrokers() ([]zkdata.BrokerInfo, error)

@@ -72,6 +72,10 @@ func ParseConnect(s string) (servers []string, chroot string, err error) {
 	return servers, chroot, nil
 }
 
+// ErrNoSession means no ZooKeeper session could be established within the connection
+// timeout (ZooKeeper down or unreachable).
+var ErrNoSession = errors.New("zkcoord: no ZooKeeper session")
+
 // Options configure Dial.
 type Options struct {
 	Servers        []string

@@ -3,7 +3,9 @@
 // `isrbroker consumer-groups` (urfave/cli/v2 commands), modelled on Kafka 2.4's
 // kafka-topics.sh, kafka-leader-election.sh, kafka-reassign-partitions.sh and
 // kafka-consumer-groups.sh: the same verbs, flags and output. With --zookeeper they read
-// and write the znodes through zkcoord (the only package that knows znode paths); `topics`
+// and write the znodes through zkcoord/admin over their own session (admin.Connect: no
+// broker coordinator, no controller; zkcoord/zkdata is the only package that knows znode
+// paths); `topics`
 // with --bootstrap-server and `consumer-groups` go through the Kafka protocol with
 // franz-go's kadm instead.
 //
@@ -27,7 +29,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 )
 
 // Exit statuses.
@@ -91,9 +94,9 @@ func zkFlags() []cli.Flag {
 	}
 }
 
-// connectZK opens an admin session (zkcoord.ConnectAdmin) and turns failures into
+// connectZK opens an admin session (admin.Connect) and turns failures into
 // operator messages.
-func connectZK(c *cli.Context) (*zkcoord.Coordinator, error) {
+func connectZK(c *cli.Context) (*admin.Session, error) {
 	connect := strings.TrimSpace(c.String("zookeeper"))
 	timeout := c.Duration("zk-timeout")
 	log := logrus.New()
@@ -102,13 +105,13 @@ func connectZK(c *cli.Context) (*zkcoord.Coordinator, error) {
 		log.SetOutput(c.App.ErrWriter)
 		log.SetLevel(logrus.DebugLevel)
 	}
-	coord, err := zkcoord.ConnectAdmin(c.Context, connect, timeout, log)
+	coord, err := admin.Connect(c.Context, connect, timeout, log)
 	switch {
 	case err == nil:
 		return coord, nil
-	case errors.Is(err, zkcoord.ErrNoSession):
+	case errors.Is(err, zkclient.ErrNoSession):
 		return nil, failf("cannot reach ZooKeeper at %s: no session within %v", connect, timeout)
-	case errors.Is(err, zkcoord.ErrNoCluster):
+	case errors.Is(err, admin.ErrNoCluster):
 		return nil, failf("ZooKeeper at %s holds no isrbroker cluster (no /brokers/ids; wrong chroot?)", connect)
 	default:
 		return nil, failf("cannot use ZooKeeper at %s: %s", connect, clean(err))

@@ -93,7 +93,7 @@ func (e *env) startBroker(id int32) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := c.Register(ctx); err != nil {
+	if _, err := c.Registrar.Register(ctx); err != nil {
 		e.t.Fatal(err)
 	}
 	e.brokers[id] = c

@@ -8,23 +8,23 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
-// zkBackend implements the topics verbs on the znodes, through zkcoord.
+// zkBackend implements the topics verbs on the znodes, through zkcoord/admin.
 type zkBackend struct {
 	c     *cli.Context
-	coord *zkcoord.Coordinator
+	coord *admin.Session
 }
 
 func (b *zkBackend) close() { _ = b.coord.Close() }
 
 func (b *zkBackend) names(ctx context.Context) ([]topicInfo, error) {
-	ts, err := b.coord.Topics()
+	ts, err := b.coord.Reader.Topics()
 	if err != nil {
 		return nil, zkErr(b.c, err)
 	}
-	del, err := b.coord.TopicsMarkedForDeletion()
+	del, err := b.coord.Reader.TopicsMarkedForDeletion()
 	if err != nil {
 		return nil, zkErr(b.c, err)
 	}
@@ -42,8 +42,8 @@ func (b *zkBackend) names(ctx context.Context) ([]topicInfo, error) {
 func isInternal(t string) bool { return t == "__consumer_offsets" || t == "__transaction_state" }
 
 // liveSet returns the ids registered under /brokers/ids.
-func liveSet(coord *zkcoord.Coordinator) (map[int32]bool, []zkcoord.BrokerInfo, error) {
-	bs, err := coord.LiveBrokers()
+func liveSet(coord *admin.Session) (map[int32]bool, []admin.BrokerInfo, error) {
+	bs, err := coord.Reader.LiveBrokers()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,24 +56,24 @@ func liveSet(coord *zkcoord.Coordinator) (map[int32]bool, []zkcoord.BrokerInfo, 
 
 // readTopic reads one topic's assignment, partition states and config overrides. A
 // partition without a state znode (not yet brought online by the controller) has leader
-// -1 and an empty ISR. zkcoord.ErrUnknownTopic when the topic vanished meanwhile.
-func readTopic(coord *zkcoord.Coordinator, name string, marked bool) (topicInfo, error) {
-	a, err := coord.TopicAssignment(name)
+// -1 and an empty ISR. admin.ErrUnknownTopic when the topic vanished meanwhile.
+func readTopic(coord *admin.Session, name string, marked bool) (topicInfo, error) {
+	a, err := coord.Reader.TopicAssignment(name)
 	if err != nil {
 		return topicInfo{}, err
 	}
-	cfg, err := coord.TopicConfig(name)
+	cfg, err := coord.Reader.TopicConfig(name)
 	if err != nil {
 		return topicInfo{}, err
 	}
 	t := topicInfo{Name: name, Configs: cfg, MarkedForDeletion: marked, Internal: isInternal(name)}
 	for p, r := range a {
 		pi := partitionInfo{ID: p, Leader: -1, Replicas: r}
-		st, err := coord.PartitionState(name, p)
+		st, err := coord.Reader.PartitionState(name, p)
 		switch {
 		case err == nil:
 			pi.Leader, pi.ISR = st.Leader, st.ISR
-		case errors.Is(err, zkcoord.ErrUnknownTopic):
+		case errors.Is(err, admin.ErrUnknownTopic):
 		default:
 			return topicInfo{}, err
 		}
@@ -88,7 +88,7 @@ func (b *zkBackend) describe(ctx context.Context, topics []string) ([]topicInfo,
 	if err != nil {
 		return nil, nil, zkErr(b.c, err)
 	}
-	del, err := b.coord.TopicsMarkedForDeletion()
+	del, err := b.coord.Reader.TopicsMarkedForDeletion()
 	if err != nil {
 		return nil, nil, zkErr(b.c, err)
 	}
@@ -102,7 +102,7 @@ func (b *zkBackend) describe(ctx context.Context, topics []string) ([]topicInfo,
 			return nil, nil, failf("%s", err)
 		}
 		t, err := readTopic(b.coord, name, marked[name])
-		if errors.Is(err, zkcoord.ErrUnknownTopic) {
+		if errors.Is(err, admin.ErrUnknownTopic) {
 			continue // deleted since it was listed
 		}
 		if err != nil {
@@ -114,14 +114,14 @@ func (b *zkBackend) describe(ctx context.Context, topics []string) ([]topicInfo,
 }
 
 func (b *zkBackend) create(ctx context.Context, name string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) error {
-	_, err := b.coord.CreateTopic(ctx, zkcoord.TopicSpec{
+	_, err := b.coord.Admin.CreateTopic(ctx, admin.TopicSpec{
 		Name: name, NumPartitions: partitions, ReplicationFactor: rf, Assignment: assignment, Configs: configs,
 	}, false)
 	return adminErr(b.c, name, err)
 }
 
 func (b *zkBackend) delete(ctx context.Context, name string) error {
-	return adminErr(b.c, name, b.coord.DeleteTopic(ctx, name))
+	return adminErr(b.c, name, b.coord.Admin.DeleteTopic(ctx, name))
 }
 
 func (b *zkBackend) addPartitions(ctx context.Context, name string, n int32, assignment map[int32][]int32) error {
@@ -129,7 +129,7 @@ func (b *zkBackend) addPartitions(ctx context.Context, name string, n int32, ass
 	if assignment != nil {
 		// Like kafka-topics.sh, the assignment lists all partitions; the new ones are
 		// those after the current count.
-		cur, err := b.coord.TopicAssignment(name)
+		cur, err := b.coord.Reader.TopicAssignment(name)
 		if err != nil {
 			return adminErr(b.c, name, err)
 		}
@@ -143,7 +143,7 @@ func (b *zkBackend) addPartitions(ctx context.Context, name string, n int32, ass
 			}
 		}
 	}
-	_, err := b.coord.AddPartitions(ctx, name, n, added, false)
+	_, err := b.coord.Admin.AddPartitions(ctx, name, n, added, false)
 	return adminErr(b.c, name, err)
 }
 
@@ -152,15 +152,15 @@ func adminErr(c *cli.Context, topic string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, zkcoord.ErrUnknownTopic):
+	case errors.Is(err, admin.ErrUnknownTopic):
 		return failf("topic %q does not exist", topic)
-	case errors.Is(err, zkcoord.ErrTopicExists):
+	case errors.Is(err, admin.ErrTopicExists):
 		if strings.Contains(err.Error(), "marked for deletion") {
 			return failf("topic %q is marked for deletion; wait for the deletion to finish", topic)
 		}
 		return failf("topic %q already exists", topic)
-	case errors.Is(err, zkcoord.ErrInvalidTopic), errors.Is(err, zkcoord.ErrInvalidPartitions),
-		errors.Is(err, zkcoord.ErrInvalidReplicationFactor), errors.Is(err, zkcoord.ErrInvalidReplicaAssignment):
+	case errors.Is(err, admin.ErrInvalidTopic), errors.Is(err, admin.ErrInvalidPartitions),
+		errors.Is(err, admin.ErrInvalidReplicationFactor), errors.Is(err, admin.ErrInvalidReplicaAssignment):
 		return failf("%s", clean(err))
 	default:
 		return zkErr(c, err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 const clusterDescription = `Print the cluster's state as ZooKeeper holds it: the controller and its epoch, the live
@@ -132,14 +132,14 @@ func abbreviate(s []string, n int) string {
 }
 
 // readCluster gathers ClusterState from ZooKeeper.
-func readCluster(coord *zkcoord.Coordinator) (ClusterState, error) {
+func readCluster(coord *admin.Session) (ClusterState, error) {
 	var st ClusterState
 	st.Offline, st.UnderReplicated, st.UnderMinIsr = []string{}, []string{}, []string{}
-	id, err := coord.ControllerID()
+	id, err := coord.Reader.ControllerID()
 	if err != nil {
 		return st, err
 	}
-	epoch, _, err := coord.ControllerEpoch()
+	epoch, _, err := coord.Reader.ControllerEpoch()
 	if err != nil {
 		return st, err
 	}
@@ -156,11 +156,11 @@ func readCluster(coord *zkcoord.Coordinator) (ClusterState, error) {
 		}
 		st.Brokers = append(st.Brokers, bs)
 	}
-	topics, err := coord.Topics()
+	topics, err := coord.Reader.Topics()
 	if err != nil {
 		return st, err
 	}
-	del, err := coord.TopicsMarkedForDeletion()
+	del, err := coord.Reader.TopicsMarkedForDeletion()
 	if err != nil {
 		return st, err
 	}
@@ -173,7 +173,7 @@ func readCluster(coord *zkcoord.Coordinator) (ClusterState, error) {
 			continue
 		}
 		t, err := readTopic(coord, name, false)
-		if errors.Is(err, zkcoord.ErrUnknownTopic) {
+		if errors.Is(err, admin.ErrUnknownTopic) {
 			continue
 		}
 		if err != nil {

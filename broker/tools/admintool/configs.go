@@ -15,7 +15,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
 // `isrbroker configs`: Kafka's kafka-configs.sh for topic and broker entities. With
@@ -249,7 +250,7 @@ func (r *configsRequest) entityString() string {
 // zkEntity is the broker config entity of the request: an id or "<default>".
 func (r *configsRequest) zkEntity() string {
 	if r.dflt {
-		return zkcoord.DefaultBrokerEntity
+		return zkdata.DefaultBrokerEntity
 	}
 	return r.name
 }
@@ -286,7 +287,7 @@ func (r *configsRequest) applyEdit(cur map[string]string) (map[string]string, er
 	return next, nil
 }
 
-func zkAlterConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsRequest, out io.Writer) error {
+func zkAlterConfigs(c *cli.Context, coord *admin.Session, r *configsRequest, out io.Writer) error {
 	var (
 		validate func(map[string]string) *configdef.ChangeError
 		write    func(func(map[string]string)) error
@@ -294,19 +295,19 @@ func zkAlterConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsReques
 		err      error
 	)
 	if r.topics {
-		cur, err = coord.TopicConfig(r.name)
-		if errors.Is(err, zkcoord.ErrUnknownTopic) {
+		cur, err = coord.Reader.TopicConfig(r.name)
+		if errors.Is(err, admin.ErrUnknownTopic) {
 			return failf("Topic %q does not exist.", r.name)
 		}
 		validate = configdef.ValidateTopicChange
-		write = func(edit func(map[string]string)) error { return coord.AlterTopicConfig(r.name, edit) }
+		write = func(edit func(map[string]string)) error { return coord.Admin.AlterTopicConfig(r.name, edit) }
 	} else {
 		if err := checkBrokersStopped(c, coord, r); err != nil {
 			return err
 		}
-		cur, err = coord.BrokerEntityConfig(r.zkEntity())
+		cur, err = coord.Reader.BrokerEntityConfig(r.zkEntity())
 		validate = func(m map[string]string) *configdef.ChangeError { return configdef.ValidateBrokerChange(m, !r.dflt) }
-		write = func(edit func(map[string]string)) error { return coord.AlterBrokerConfig(r.zkEntity(), edit) }
+		write = func(edit func(map[string]string)) error { return coord.Admin.AlterBrokerConfig(r.zkEntity(), edit) }
 	}
 	if err != nil {
 		return zkErr(c, err)
@@ -349,7 +350,7 @@ func zkAlterConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsReques
 
 // checkBrokersStopped refuses, as Kafka does, to write broker keys other than the throttle
 // rates through ZooKeeper while the broker (or, for the default, any broker) is running.
-func checkBrokersStopped(c *cli.Context, coord *zkcoord.Coordinator, r *configsRequest) error {
+func checkBrokersStopped(c *cli.Context, coord *admin.Session, r *configsRequest) error {
 	var dynamic []string
 	for _, k := range r.addKeys {
 		if !throttleRateKeys[k] {
@@ -359,7 +360,7 @@ func checkBrokersStopped(c *cli.Context, coord *zkcoord.Coordinator, r *configsR
 	if len(dynamic) == 0 {
 		return nil
 	}
-	live, err := coord.LiveBrokers()
+	live, err := coord.Reader.LiveBrokers()
 	if err != nil {
 		return zkErr(c, err)
 	}
@@ -376,13 +377,13 @@ func checkBrokersStopped(c *cli.Context, coord *zkcoord.Coordinator, r *configsR
 	return nil
 }
 
-func zkDescribeConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsRequest, out io.Writer) error {
+func zkDescribeConfigs(c *cli.Context, coord *admin.Session, r *configsRequest, out io.Writer) error {
 	var entities []*configsRequest
 	switch {
 	case r.named:
 		entities = append(entities, r)
 	case r.topics:
-		topics, err := coord.Topics()
+		topics, err := coord.Reader.Topics()
 		if err != nil {
 			return zkErr(c, err)
 		}
@@ -391,7 +392,7 @@ func zkDescribeConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsReq
 			entities = append(entities, &configsRequest{topics: true, name: t, all: r.all})
 		}
 	default:
-		live, err := coord.LiveBrokers()
+		live, err := coord.Reader.LiveBrokers()
 		if err != nil {
 			return zkErr(c, err)
 		}
@@ -404,12 +405,12 @@ func zkDescribeConfigs(c *cli.Context, coord *zkcoord.Coordinator, r *configsReq
 		var cfg map[string]string
 		var err error
 		if e.topics {
-			cfg, err = coord.TopicConfig(e.name)
-			if errors.Is(err, zkcoord.ErrUnknownTopic) {
+			cfg, err = coord.Reader.TopicConfig(e.name)
+			if errors.Is(err, admin.ErrUnknownTopic) {
 				cfg, err = map[string]string{}, nil // Kafka prints the empty config of any name
 			}
 		} else {
-			cfg, err = coord.BrokerEntityConfig(e.zkEntity())
+			cfg, err = coord.Reader.BrokerEntityConfig(e.zkEntity())
 		}
 		if err != nil {
 			return zkErr(c, err)

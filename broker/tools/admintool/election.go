@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // `isrbroker leader-election` (K7, issue 4 item 3): Kafka's preferred replica election
@@ -76,12 +76,12 @@ func electionCommand() *cli.Command {
 // electionTarget is one partition with its preferred replica and its state before the
 // request.
 type electionTarget struct {
-	tp        zkcoord.TopicPartition
+	tp        admin.TopicPartition
 	preferred int32
 	before    int32 // leader before the request, -1 when none
 }
 
-func tpName(tp zkcoord.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+func tpName(tp admin.TopicPartition) string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 func electionAction(c *cli.Context) error {
 	if c.NArg() > 0 {
@@ -117,7 +117,7 @@ func electionAction(c *cli.Context) error {
 	if c.IsSet("partition") && c.Int("partition") < 0 {
 		return failf("invalid --partition %d", c.Int("partition"))
 	}
-	var fromFile []zkcoord.TopicPartition
+	var fromFile []admin.TopicPartition
 	if path := c.String("path-to-json-file"); c.IsSet("path-to-json-file") {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -136,14 +136,14 @@ func electionAction(c *cli.Context) error {
 	}
 	defer coord.Close()
 
-	var tps []zkcoord.TopicPartition
+	var tps []admin.TopicPartition
 	switch {
 	case c.Bool("all-topic-partitions"):
-		topics, err := coord.Topics()
+		topics, err := coord.Reader.Topics()
 		if err != nil {
 			return zkErr(c, err)
 		}
-		marked, err := coord.TopicsMarkedForDeletion()
+		marked, err := coord.Reader.TopicsMarkedForDeletion()
 		if err != nil {
 			return zkErr(c, err)
 		}
@@ -151,21 +151,21 @@ func electionAction(c *cli.Context) error {
 			if slices.Contains(marked, t) {
 				continue // the controller leaves topics being deleted alone
 			}
-			a, err := coord.TopicAssignment(t)
-			if errors.Is(err, zkcoord.ErrUnknownTopic) {
+			a, err := coord.Reader.TopicAssignment(t)
+			if errors.Is(err, admin.ErrUnknownTopic) {
 				continue // deleted since it was listed
 			}
 			if err != nil {
 				return zkErr(c, err)
 			}
 			for p := range a {
-				tps = append(tps, zkcoord.TopicPartition{Topic: t, Partition: p})
+				tps = append(tps, admin.TopicPartition{Topic: t, Partition: p})
 			}
 		}
 	case fromFile != nil:
 		tps = fromFile
 	default:
-		tps = []zkcoord.TopicPartition{{Topic: c.String("topic"), Partition: int32(c.Int("partition"))}}
+		tps = []admin.TopicPartition{{Topic: c.String("topic"), Partition: int32(c.Int("partition"))}}
 	}
 	sortTPs(tps)
 	targets, err := electionTargets(c, coord, tps)
@@ -176,8 +176,8 @@ func electionAction(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, "No partitions to elect")
 		return nil
 	}
-	if err := coord.RequestPreferredElection(c.Context, tps); err != nil {
-		if errors.Is(err, zkcoord.ErrPreferredElectionInProgress) {
+	if err := coord.Admin.RequestPreferredElection(c.Context, tps); err != nil {
+		if errors.Is(err, admin.ErrPreferredElectionInProgress) {
 			return failf("There is an existing preferred replica election in progress; wait for it to complete")
 		}
 		return zkErr(c, err)
@@ -185,7 +185,7 @@ func electionAction(c *cli.Context) error {
 	timeout := c.Duration("timeout")
 	wctx, cancel := context.WithTimeout(c.Context, timeout)
 	defer cancel()
-	if err := coord.WaitPreferredElectionDone(wctx); err != nil {
+	if err := coord.Reader.WaitPreferredElectionDone(wctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return failf("the controller did not complete the preferred replica election within %v (the request stays pending; is a controller running?)", timeout)
 		}
@@ -196,15 +196,15 @@ func electionAction(c *cli.Context) error {
 
 // electionTargets checks that every partition exists and records its preferred replica and
 // current leader. An unknown topic or partition is a one-line error.
-func electionTargets(c *cli.Context, coord *zkcoord.Coordinator, tps []zkcoord.TopicPartition) ([]electionTarget, error) {
+func electionTargets(c *cli.Context, coord *admin.Session, tps []admin.TopicPartition) ([]electionTarget, error) {
 	assignments := map[string]map[int32][]int32{}
 	out := make([]electionTarget, 0, len(tps))
 	for _, tp := range tps {
 		a, ok := assignments[tp.Topic]
 		if !ok {
 			var err error
-			a, err = coord.TopicAssignment(tp.Topic)
-			if errors.Is(err, zkcoord.ErrUnknownTopic) {
+			a, err = coord.Reader.TopicAssignment(tp.Topic)
+			if errors.Is(err, admin.ErrUnknownTopic) {
 				return nil, failf("topic %q does not exist", tp.Topic)
 			}
 			if err != nil {
@@ -220,11 +220,11 @@ func electionTargets(c *cli.Context, coord *zkcoord.Coordinator, tps []zkcoord.T
 			return nil, failf("partition %s has no replicas", tpName(tp))
 		}
 		t := electionTarget{tp: tp, preferred: reps[0], before: -1}
-		st, err := coord.PartitionState(tp.Topic, tp.Partition)
+		st, err := coord.Reader.PartitionState(tp.Topic, tp.Partition)
 		switch {
 		case err == nil:
 			t.before = st.Leader
-		case errors.Is(err, zkcoord.ErrUnknownTopic): // no state yet: not online
+		case errors.Is(err, admin.ErrUnknownTopic): // no state yet: not online
 		default:
 			return nil, zkErr(c, err)
 		}
@@ -236,15 +236,15 @@ func electionTargets(c *cli.Context, coord *zkcoord.Coordinator, tps []zkcoord.T
 // reportElection reads the state znodes after the controller finished and prints Kafka's
 // summary lines; partitions whose preferred replica could not be elected get one line each
 // with the reason, and make the command fail.
-func reportElection(c *cli.Context, w io.Writer, coord *zkcoord.Coordinator, targets []electionTarget) error {
+func reportElection(c *cli.Context, w io.Writer, coord *admin.Session, targets []electionTarget) error {
 	live, _, err := liveSet(coord)
 	if err != nil {
 		return zkErr(c, err)
 	}
 	var succeeded, noop, failed []string
 	for _, t := range targets {
-		st, err := coord.PartitionState(t.tp.Topic, t.tp.Partition)
-		if err != nil && !errors.Is(err, zkcoord.ErrUnknownTopic) {
+		st, err := coord.Reader.PartitionState(t.tp.Topic, t.tp.Partition)
+		if err != nil && !errors.Is(err, admin.ErrUnknownTopic) {
 			return zkErr(c, err)
 		}
 		exists := err == nil
@@ -285,7 +285,7 @@ func reportElection(c *cli.Context, w io.Writer, coord *zkcoord.Coordinator, tar
 
 // parseElectionJSON parses Kafka's election JSON ({"partitions":[{"topic":..,"partition":..}]});
 // duplicates, missing fields and negative partitions are errors.
-func parseElectionJSON(data []byte) ([]zkcoord.TopicPartition, error) {
+func parseElectionJSON(data []byte) ([]admin.TopicPartition, error) {
 	var z struct {
 		Partitions *[]struct {
 			Topic     *string `json:"topic"`
@@ -301,9 +301,9 @@ func parseElectionJSON(data []byte) ([]zkcoord.TopicPartition, error) {
 	if len(*z.Partitions) == 0 {
 		return nil, errors.New(`empty "partitions" list`)
 	}
-	seen := map[zkcoord.TopicPartition]bool{}
+	seen := map[admin.TopicPartition]bool{}
 	var dups []string
-	out := make([]zkcoord.TopicPartition, 0, len(*z.Partitions))
+	out := make([]admin.TopicPartition, 0, len(*z.Partitions))
 	for i, p := range *z.Partitions {
 		switch {
 		case p.Topic == nil || *p.Topic == "":
@@ -313,7 +313,7 @@ func parseElectionJSON(data []byte) ([]zkcoord.TopicPartition, error) {
 		case *p.Partition < 0:
 			return nil, fmt.Errorf("partitions[%d]: negative partition %d", i, *p.Partition)
 		}
-		tp := zkcoord.TopicPartition{Topic: *p.Topic, Partition: *p.Partition}
+		tp := admin.TopicPartition{Topic: *p.Topic, Partition: *p.Partition}
 		if seen[tp] {
 			dups = append(dups, tpName(tp))
 			continue
@@ -327,7 +327,7 @@ func parseElectionJSON(data []byte) ([]zkcoord.TopicPartition, error) {
 	return out, nil
 }
 
-func sortTPs(s []zkcoord.TopicPartition) {
+func sortTPs(s []admin.TopicPartition) {
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].Topic != s[j].Topic {
 			return s[i].Topic < s[j].Topic

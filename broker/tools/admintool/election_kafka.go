@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // `isrbroker leader-election --bootstrap-server` (KIP-460): Kafka 2.4.1's
@@ -27,7 +27,7 @@ import (
 // on the "Valid replica already elected" line, a bug; this lists the partitions that needed
 // no election.)
 
-func electionKafka(c *cli.Context, fromFile []zkcoord.TopicPartition) error {
+func electionKafka(c *cli.Context, fromFile []admin.TopicPartition) error {
 	how, kind := kadm.ElectPreferredReplica, "PREFERRED"
 	if strings.EqualFold(strings.TrimSpace(c.String("election-type")), "unclean") {
 		how, kind = kadm.ElectLiveReplica, "UNCLEAN"
@@ -62,15 +62,15 @@ func electionKafka(c *cli.Context, fromFile []zkcoord.TopicPartition) error {
 		}
 		return be.reqErr(err)
 	}
-	var succeeded, noop []zkcoord.TopicPartition
+	var succeeded, noop []admin.TopicPartition
 	type failure struct {
-		tp  zkcoord.TopicPartition
+		tp  admin.TopicPartition
 		err string
 	}
 	var failed []failure
 	for topic, ps := range res {
 		for p, r := range ps {
-			tp := zkcoord.TopicPartition{Topic: topic, Partition: p}
+			tp := admin.TopicPartition{Topic: topic, Partition: p}
 			switch {
 			case r.Err == nil:
 				succeeded = append(succeeded, tp)
@@ -91,7 +91,7 @@ func electionKafka(c *cli.Context, fromFile []zkcoord.TopicPartition) error {
 		a, b := failed[i].tp, failed[j].tp
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
-	names := func(tps []zkcoord.TopicPartition) string {
+	names := func(tps []admin.TopicPartition) string {
 		out := make([]string, len(tps))
 		for i, tp := range tps {
 			out[i] = tpName(tp)

@@ -29,7 +29,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 func (e *env) state(topic string) zkcoord.PartitionState {
 	e.t.Helper()
 	for _, c := range e.brokers {
-		ps, err := c.PartitionState(topic, 0)
+		ps, err := c.Reader.PartitionState(topic, 0)
 		if err != nil {
 			return zkcoord.PartitionState{Leader: -2}
 		}
@@ -86,7 +86,7 @@ func TestLeaderElectionPreferred(t *testing.T) {
 	zkArg := "--zookeeper=" + e.connect()
 	ctx := context.Background()
 	for name, a := range map[string][]int32{"t": {2, 1, 3}, "n": {2, 3}, "ok": {1, 2}} {
-		if _, err := e.brokers[1].CreateTopic(ctx, zkcoord.TopicSpec{Name: name, Assignment: map[int32][]int32{0: a}}, false); err != nil {
+		if _, err := e.brokers[1].Admin.CreateTopic(ctx, zkcoord.TopicSpec{Name: name, Assignment: map[int32][]int32{0: a}}, false); err != nil {
 			t.Fatal(err)
 		}
 		waitUntil(t, 10*time.Second, name+" online", func() bool { return e.state(name).Leader == a[0] })
@@ -98,7 +98,7 @@ func TestLeaderElectionPreferred(t *testing.T) {
 	waitUntil(t, 10*time.Second, "n-0 led by 3", func() bool { return e.state("n").Leader == 3 })
 	e.startBroker(2)
 	st := e.state("t")
-	if _, err := e.brokers[1].UpdateLeaderAndIsr("t", 0, st.Leader, st.LeaderEpoch, append(slices.Clone(st.ISR), 2), st.ControllerEpoch, st.ZkVersion); err != nil {
+	if _, err := e.brokers[1].IsrWriter.UpdateLeaderAndIsr("t", 0, st.Leader, st.LeaderEpoch, append(slices.Clone(st.ISR), 2), st.ControllerEpoch, st.ZkVersion); err != nil {
 		t.Fatal(err)
 	}
 
@@ -148,7 +148,7 @@ func TestLeaderElectionPreferred(t *testing.T) {
 func TestLeaderElectionWithoutController(t *testing.T) {
 	srv := zktest.Start(t)
 	e := newEnv(t, srv, "/nc", 1, 2)
-	if _, err := e.brokers[1].CreateTopic(context.Background(), zkcoord.TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
+	if _, err := e.brokers[1].Admin.CreateTopic(context.Background(), zkcoord.TopicSpec{Name: "t", Assignment: map[int32][]int32{0: {2, 1}}}, false); err != nil {
 		t.Fatal(err)
 	}
 	e.setState("t", 0, 1, 1, 2)

@@ -14,7 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
 // `isrbroker reassign-partitions` is Kafka 2.4's kafka-reassign-partitions.sh --zookeeper
@@ -115,7 +116,7 @@ func reassignAction(c *cli.Context) error {
 		return failf("invalid --throttle %d: must be a positive number of bytes per second", c.Int64("throttle"))
 	}
 	var (
-		plan     []zkcoord.PartitionReassignment
+		plan     []admin.PartitionReassignment
 		topics   []string
 		brokers  []int32
 		planFile = c.String("reassignment-json-file")
@@ -178,7 +179,7 @@ func readFile(flag, path string) ([]byte, error) {
 func jsonError(flag, path string, data []byte, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
-	var fe *zkcoord.ReassignmentFieldError
+	var fe *zkdata.ReassignmentFieldError
 	switch {
 	case errors.As(err, &se):
 		line, col := lineCol(data, se.Offset)
@@ -220,13 +221,13 @@ func lineCol(data []byte, off int64) (line, col int) {
 	return line, col
 }
 
-func readReassignmentFile(path string) ([]zkcoord.PartitionReassignment, error) {
+func readReassignmentFile(path string) ([]admin.PartitionReassignment, error) {
 	const flag = "reassignment-json-file"
 	data, err := readFile(flag, path)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := zkcoord.DecodeReassignment(data)
+	plan, err := zkdata.DecodeReassignment(data)
 	if err != nil {
 		return nil, jsonError(flag, path, data, err)
 	}
@@ -289,7 +290,7 @@ func parseBrokerList(s string) ([]int32, error) {
 	return out, nil
 }
 
-func doGenerate(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, topics []string, brokers []int32) error {
+func doGenerate(c *cli.Context, coord *admin.Session, out io.Writer, topics []string, brokers []int32) error {
 	live, _, err := liveSet(coord)
 	if err != nil {
 		return zkErr(c, err)
@@ -299,10 +300,10 @@ func doGenerate(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, topic
 			return failf("--broker-list names broker %d, which is not registered (dead or unknown)", id)
 		}
 	}
-	var current, proposed []zkcoord.PartitionReassignment
+	var current, proposed []admin.PartitionReassignment
 	for _, t := range topics {
-		a, err := coord.TopicAssignment(t)
-		if errors.Is(err, zkcoord.ErrUnknownTopic) {
+		a, err := coord.Reader.TopicAssignment(t)
+		if errors.Is(err, admin.ErrUnknownTopic) {
 			return failf("topic %q does not exist", t)
 		}
 		if err != nil {
@@ -315,33 +316,33 @@ func doGenerate(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, topic
 		if rf > len(brokers) {
 			return failf("topic %q has replication factor %d, larger than the %d brokers in --broker-list", t, rf, len(brokers))
 		}
-		next, err := zkcoord.AssignReplicasToBrokers(brokers, int32(len(a)), int16(rf), -1, -1)
+		next, err := admin.AssignReplicasToBrokers(brokers, int32(len(a)), int16(rf), -1, -1)
 		if err != nil {
 			return failf("topic %q: %s", t, clean(err))
 		}
 		for p, r := range a {
-			current = append(current, zkcoord.PartitionReassignment{Topic: t, Partition: p, Replicas: r})
-			proposed = append(proposed, zkcoord.PartitionReassignment{Topic: t, Partition: p, Replicas: next[p]})
+			current = append(current, admin.PartitionReassignment{Topic: t, Partition: p, Replicas: r})
+			proposed = append(proposed, admin.PartitionReassignment{Topic: t, Partition: p, Replicas: next[p]})
 		}
 	}
-	fmt.Fprintf(out, "Current partition replica assignment\n%s\n\n", zkcoord.EncodeReassignment(current))
-	fmt.Fprintf(out, "Proposed partition reassignment configuration\n%s\n", zkcoord.EncodeReassignment(proposed))
+	fmt.Fprintf(out, "Current partition replica assignment\n%s\n\n", zkdata.EncodeReassignment(current))
+	fmt.Fprintf(out, "Proposed partition reassignment configuration\n%s\n", zkdata.EncodeReassignment(proposed))
 	return nil
 }
 
-func doExecute(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan []zkcoord.PartitionReassignment) error {
+func doExecute(c *cli.Context, coord *admin.Session, out io.Writer, plan []admin.PartitionReassignment) error {
 	throttle := c.Int64("throttle")
-	_, running, err := coord.ReassignmentInProgress()
+	_, running, err := coord.Reader.ReassignmentInProgress()
 	if err != nil && !running {
 		return zkErr(c, err)
 	}
 	if running {
 		// Like Kafka, a running reassignment still gets the new throttle rate.
 		if throttle > 0 {
-			current, err := coord.CurrentAssignment(plan)
+			current, err := coord.Admin.CurrentAssignment(plan)
 			if err == nil {
 				brokers, _, _ := throttleTargets(current, plan)
-				if err := coord.SetBrokerThrottleRate(throttle, brokers); err != nil {
+				if err := coord.Admin.SetBrokerThrottleRate(throttle, brokers); err != nil {
 					return zkErr(c, err)
 				}
 				fmt.Fprintf(out, "The inter-broker throttle limit was set to %d B/s\n", throttle)
@@ -349,24 +350,24 @@ func doExecute(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan [
 		}
 		return failf("There is an existing assignment running.")
 	}
-	if err := coord.ValidateReassignment(plan); err != nil {
+	if err := coord.Admin.ValidateReassignment(plan); err != nil {
 		return reassignErr(c, err)
 	}
-	current, err := coord.CurrentAssignment(plan)
+	current, err := coord.Admin.CurrentAssignment(plan)
 	if err != nil {
 		return reassignErr(c, err)
 	}
 	fmt.Fprintf(out, "Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n",
-		zkcoord.EncodeReassignment(current))
+		zkdata.EncodeReassignment(current))
 	if throttle > 0 {
 		brokers, leaders, followers := throttleTargets(current, plan)
-		if err := coord.SetReassignmentThrottle(throttle, brokers, leaders, followers); err != nil {
+		if err := coord.Admin.SetReassignmentThrottle(throttle, brokers, leaders, followers); err != nil {
 			return zkErr(c, err)
 		}
 		fmt.Fprintln(out, "Warning: You must run Verify periodically, until the reassignment completes, to ensure the throttle is removed. You can also alter the throttle by rerunning the Execute command passing a new value.")
 		fmt.Fprintf(out, "The inter-broker throttle limit was set to %d B/s\n", throttle)
 	}
-	if err := coord.StartReassignment(c.Context, plan); err != nil {
+	if err := coord.Admin.StartReassignment(c.Context, plan); err != nil {
 		return reassignErr(c, err)
 	}
 	fmt.Fprintln(out, "Successfully started reassignment of partitions.")
@@ -376,11 +377,11 @@ func doExecute(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan [
 // throttleTargets computes Kafka's throttle scope: the brokers of the current and proposed
 // replicas, per topic the pre-move replicas of the moving partitions (leader side) and the
 // replicas they move to (follower side).
-func throttleTargets(current, plan []zkcoord.PartitionReassignment) (brokers []int32, leaders, followers map[string]map[int32][]int32) {
+func throttleTargets(current, plan []admin.PartitionReassignment) (brokers []int32, leaders, followers map[string]map[int32][]int32) {
 	leaders, followers = map[string]map[int32][]int32{}, map[string]map[int32][]int32{}
-	cur := map[zkcoord.TopicPartition][]int32{}
+	cur := map[admin.TopicPartition][]int32{}
 	for _, p := range current {
-		cur[zkcoord.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Replicas
+		cur[admin.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Replicas
 	}
 	add := func(id int32) {
 		if !slices.Contains(brokers, id) {
@@ -388,7 +389,7 @@ func throttleTargets(current, plan []zkcoord.PartitionReassignment) (brokers []i
 		}
 	}
 	for _, p := range plan {
-		old := cur[zkcoord.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
+		old := cur[admin.TopicPartition{Topic: p.Topic, Partition: p.Partition}]
 		for _, r := range old {
 			add(r)
 		}
@@ -415,23 +416,23 @@ func throttleTargets(current, plan []zkcoord.PartitionReassignment) (brokers []i
 // reassignErr maps zkcoord's validation errors to one line.
 func reassignErr(c *cli.Context, err error) error {
 	switch {
-	case errors.Is(err, zkcoord.ErrReassignmentInProgress):
+	case errors.Is(err, admin.ErrReassignmentInProgress):
 		return failf("There is an existing assignment running.")
-	case errors.Is(err, zkcoord.ErrInvalidReplicaAssignment), errors.Is(err, zkcoord.ErrUnknownTopic):
+	case errors.Is(err, admin.ErrInvalidReplicaAssignment), errors.Is(err, admin.ErrUnknownTopic):
 		return failf("%s", clean(err))
 	default:
 		return zkErr(c, err)
 	}
 }
 
-func doVerify(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan []zkcoord.PartitionReassignment) error {
-	running, _, err := coord.ReassignmentInProgress()
+func doVerify(c *cli.Context, coord *admin.Session, out io.Writer, plan []admin.PartitionReassignment) error {
+	running, _, err := coord.Reader.ReassignmentInProgress()
 	if err != nil {
 		return zkErr(c, err)
 	}
-	inProgress := map[zkcoord.TopicPartition]bool{}
+	inProgress := map[admin.TopicPartition]bool{}
 	for _, p := range running {
-		inProgress[zkcoord.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = true
+		inProgress[admin.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = true
 	}
 	sorted := slices.Clone(plan)
 	sort.Slice(sorted, func(i, j int) bool {
@@ -448,13 +449,13 @@ func doVerify(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan []
 			topics = append(topics, p.Topic)
 		}
 		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
-		if inProgress[zkcoord.TopicPartition{Topic: p.Topic, Partition: p.Partition}] {
+		if inProgress[admin.TopicPartition{Topic: p.Topic, Partition: p.Partition}] {
 			nProgress++
 			fmt.Fprintf(out, "Reassignment of partition %s is still in progress\n", name)
 			continue
 		}
-		a, err := coord.TopicAssignment(p.Topic)
-		if err != nil && !errors.Is(err, zkcoord.ErrUnknownTopic) {
+		a, err := coord.Reader.TopicAssignment(p.Topic)
+		if err != nil && !errors.Is(err, admin.ErrUnknownTopic) {
 			return zkErr(c, err)
 		}
 		if slices.Equal(a[p.Partition], p.Replicas) {
@@ -465,7 +466,7 @@ func doVerify(c *cli.Context, coord *zkcoord.Coordinator, out io.Writer, plan []
 		}
 	}
 	if nProgress == 0 {
-		removed, err := coord.ClearReassignmentThrottle(topics)
+		removed, err := coord.Admin.ClearReassignmentThrottle(topics)
 		if err != nil {
 			return zkErr(c, err)
 		}

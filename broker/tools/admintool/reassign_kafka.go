@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/urfave/cli/v2"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // `isrbroker reassign-partitions --bootstrap-server` is Kafka 2.5/2.6's
@@ -29,7 +29,7 @@ import (
 // IncrementalAlterConfigs; --verify removes it once nothing moves (reassign_kafka_throttle.go). docs/kafka-facts.md, "KIP-455 reassignments".
 
 // reassignKafka runs verb over --bootstrap-server.
-func reassignKafka(c *cli.Context, verb string, plan []zkcoord.PartitionReassignment) error {
+func reassignKafka(c *cli.Context, verb string, plan []admin.PartitionReassignment) error {
 	bootstrap := strings.TrimSpace(c.String("bootstrap-server"))
 	timeout := c.Duration("timeout")
 	cl, err := dialKafka(bootstrap, timeout, "reassign-partitions")
@@ -68,7 +68,7 @@ func (k *reassignKafkaRun) reqErr(what string, err error) error {
 
 func partName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic, p) }
 
-func planSet(plan []zkcoord.PartitionReassignment) kadm.TopicsSet {
+func planSet(plan []admin.PartitionReassignment) kadm.TopicsSet {
 	s := kadm.TopicsSet{}
 	for _, p := range plan {
 		s.Add(p.Topic, p.Partition)
@@ -77,7 +77,7 @@ func planSet(plan []zkcoord.PartitionReassignment) kadm.TopicsSet {
 }
 
 // current reads the plan's partitions' replicas from Metadata.
-func (k *reassignKafkaRun) current(ctx context.Context, plan []zkcoord.PartitionReassignment) (map[string]map[int32][]int32, error) {
+func (k *reassignKafkaRun) current(ctx context.Context, plan []admin.PartitionReassignment) (map[string]map[int32][]int32, error) {
 	var topics []string
 	for _, p := range plan {
 		if !slices.Contains(topics, p.Topic) {
@@ -107,7 +107,7 @@ func (k *reassignKafkaRun) current(ctx context.Context, plan []zkcoord.Partition
 }
 
 // execute prints the current assignment (Kafka's rollback JSON) and starts the plan.
-func (k *reassignKafkaRun) execute(ctx context.Context, plan []zkcoord.PartitionReassignment) error {
+func (k *reassignKafkaRun) execute(ctx context.Context, plan []admin.PartitionReassignment) error {
 	ongoing, err := k.adm.ListPartitionReassignments(ctx, planSet(plan))
 	if err != nil {
 		return k.reqErr("list reassignments", err)
@@ -119,10 +119,10 @@ func (k *reassignKafkaRun) execute(ctx context.Context, plan []zkcoord.Partition
 	if err != nil {
 		return err
 	}
-	var rollback []zkcoord.PartitionReassignment
+	var rollback []admin.PartitionReassignment
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, p := range plan {
-		rollback = append(rollback, zkcoord.PartitionReassignment{Topic: p.Topic, Partition: p.Partition, Replicas: cur[p.Topic][p.Partition]})
+		rollback = append(rollback, admin.PartitionReassignment{Topic: p.Topic, Partition: p.Partition, Replicas: cur[p.Topic][p.Partition]})
 		req.Assign(p.Topic, p.Partition, p.Replicas)
 	}
 	doc, _ := json.Marshal(reassignmentJSON(rollback))
@@ -152,7 +152,7 @@ func (k *reassignKafkaRun) execute(ctx context.Context, plan []zkcoord.Partition
 }
 
 // reassignmentJSON is Kafka's {"version":1,"partitions":[...]} with log_dirs "any".
-func reassignmentJSON(parts []zkcoord.PartitionReassignment) any {
+func reassignmentJSON(parts []admin.PartitionReassignment) any {
 	type part struct {
 		Topic     string   `json:"topic"`
 		Partition int32    `json:"partition"`
@@ -180,7 +180,7 @@ func plural(n int) string {
 	return "s"
 }
 
-func sortedReassignPlan(plan []zkcoord.PartitionReassignment) []zkcoord.PartitionReassignment {
+func sortedReassignPlan(plan []admin.PartitionReassignment) []admin.PartitionReassignment {
 	s := slices.Clone(plan)
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].Topic != s[j].Topic {
@@ -191,7 +191,7 @@ func sortedReassignPlan(plan []zkcoord.PartitionReassignment) []zkcoord.Partitio
 	return s
 }
 
-func joinTPs(plan []zkcoord.PartitionReassignment) string {
+func joinTPs(plan []admin.PartitionReassignment) string {
 	var names []string
 	for _, p := range sortedReassignPlan(plan) {
 		names = append(names, partName(p.Topic, p.Partition))
@@ -205,7 +205,7 @@ func joinTPs(plan []zkcoord.PartitionReassignment) string {
 // LEO minus the replica's (ListOffsets latest with the debugging replica id -2, which any
 // replica answers with its own LEO; "?" when a broker does not answer). Exit status 0 only
 // when every partition of the plan is complete.
-func (k *reassignKafkaRun) verify(ctx context.Context, plan []zkcoord.PartitionReassignment) error {
+func (k *reassignKafkaRun) verify(ctx context.Context, plan []admin.PartitionReassignment) error {
 	ongoing, err := k.adm.ListPartitionReassignments(ctx, planSet(plan))
 	if err != nil {
 		return k.reqErr("list reassignments", err)
@@ -292,7 +292,7 @@ func (k *reassignKafkaRun) replicaLEO(ctx context.Context, broker int32, topic s
 	return got.Offset, true
 }
 
-func planTopics(plan []zkcoord.PartitionReassignment) []string {
+func planTopics(plan []admin.PartitionReassignment) []string {
 	var topics []string
 	for _, p := range plan {
 		if !slices.Contains(topics, p.Topic) {
@@ -312,12 +312,12 @@ func replicaSize(all kadm.DescribedAllLogDirs, broker int32, topic string, p int
 }
 
 // cancel cancels the plan's partitions that are still being reassigned.
-func (k *reassignKafkaRun) cancel(ctx context.Context, plan []zkcoord.PartitionReassignment) error {
+func (k *reassignKafkaRun) cancel(ctx context.Context, plan []admin.PartitionReassignment) error {
 	ongoing, err := k.adm.ListPartitionReassignments(ctx, planSet(plan))
 	if err != nil {
 		return k.reqErr("list reassignments", err)
 	}
-	var moving []zkcoord.PartitionReassignment
+	var moving []admin.PartitionReassignment
 	var req kadm.AlterPartitionAssignmentsReq
 	for _, p := range sortedReassignPlan(plan) {
 		if o, ok := ongoing[p.Topic][p.Partition]; ok && (len(o.AddingReplicas) > 0 || len(o.RemovingReplicas) > 0) {

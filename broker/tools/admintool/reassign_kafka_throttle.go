@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/admin"
 )
 
 // Replication throttles in `reassign-partitions --bootstrap-server` mode, as Kafka 2.6's
@@ -27,7 +27,7 @@ var (
 )
 
 // setThrottles writes the plan's throttles at rate bytes/s.
-func (k *reassignKafkaRun) setThrottles(ctx context.Context, rate int64, current, plan []zkcoord.PartitionReassignment) error {
+func (k *reassignKafkaRun) setThrottles(ctx context.Context, rate int64, current, plan []admin.PartitionReassignment) error {
 	brokers, leaders, followers := throttleTargets(current, plan)
 	r := strconv.FormatInt(rate, 10)
 	var brokerCfg []kadm.AlterConfig
@@ -48,7 +48,7 @@ func (k *reassignKafkaRun) setThrottles(ctx context.Context, rate int64, current
 	}
 	sort.Strings(topics)
 	for _, t := range topics {
-		l, f := zkcoord.FormatThrottledReplicas(leaders[t]), zkcoord.FormatThrottledReplicas(followers[t])
+		l, f := admin.FormatThrottledReplicas(leaders[t]), admin.FormatThrottledReplicas(followers[t])
 		cfg := []kadm.AlterConfig{
 			{Op: kadm.SetConfig, Name: topicThrottleKeys[0], Value: &l},
 			{Op: kadm.SetConfig, Name: topicThrottleKeys[1], Value: &f},
@@ -62,7 +62,7 @@ func (k *reassignKafkaRun) setThrottles(ctx context.Context, rate int64, current
 
 // clearThrottles deletes the throttle rates on every live broker and the throttled replicas
 // of the plan's topics (Kafka's clearAllThrottles), printing what it clears.
-func (k *reassignKafkaRun) clearThrottles(ctx context.Context, plan []zkcoord.PartitionReassignment) error {
+func (k *reassignKafkaRun) clearThrottles(ctx context.Context, plan []admin.PartitionReassignment) error {
 	m, err := k.adm.BrokerMetadata(ctx)
 	if err != nil {
 		return k.reqErr("metadata", err)

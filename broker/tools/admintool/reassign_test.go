@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/isrbroker/isrbroker/zkcoord"
+	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 	"github.com/isrbroker/isrbroker/zkcoord/zktest"
 )
 
@@ -30,7 +31,7 @@ func jsonAfter(t *testing.T, out, header string) []zkcoord.PartitionReassignment
 	}
 	for _, line := range strings.Split(out[i+len(header):], "\n") {
 		if strings.HasPrefix(line, "{") {
-			parts, err := zkcoord.DecodeReassignment([]byte(line))
+			parts, err := zkdata.DecodeReassignment([]byte(line))
 			if err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
@@ -121,7 +122,7 @@ func TestReassignPartitions(t *testing.T) {
 		if !reflect.DeepEqual(rollback, want) {
 			t.Fatalf("rollback %+v", rollback)
 		}
-		parts, err := zkcoord.DecodeReassignment([]byte(e.znode("/admin/reassign_partitions")))
+		parts, err := zkdata.DecodeReassignment([]byte(e.znode("/admin/reassign_partitions")))
 		if err != nil || len(parts) != 2 || !reflect.DeepEqual(parts[1].Replicas, []int32{2, 3, 4}) {
 			t.Fatalf("znode %+v %v", parts, err)
 		}
