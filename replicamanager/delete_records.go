@@ -168,7 +168,7 @@ func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, int16) {
 	if !p.log.Config().CleanupPolicy.Delete() {
 		return -1, -1, kerr.PolicyViolation.Code
 	}
-	hw := p.highWatermark()
+	hw := p.hw.get()
 	if offset == -1 {
 		offset = hw
 	}
@@ -190,7 +190,7 @@ func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, int16) {
 func (p *Partition) lowWatermarkLocked() int64 {
 	lw := p.log.LogStartOffset()
 	for _, id := range p.leader.Assigned() {
-		if !p.leader.IsFollower(id) || !p.rm.brokerAlive(id) {
+		if !p.leader.IsFollower(id) || !p.env.alive(id) {
 			continue
 		}
 		if pr, ok := p.leader.Progress(id); ok {

@@ -59,7 +59,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			errored = true
 			continue
 		}
-		hw, leo, logStart := p.highWatermark(), p.log.LogEndOffset(), p.log.LogStartOffset()
+		hw, leo, logStart := p.hw.get(), p.log.LogEndOffset(), p.log.LogStartOffset()
 		throttled := fromFollower && lr.throttledFollowerLocked(p, fp.ReplicaID)
 		// Only an assigned follower reads to the LEO and counts as a follower's progress;
 		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState

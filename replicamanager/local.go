@@ -80,7 +80,7 @@ func (fr *followerReplicas) LogStartOffset(tp TopicPartition) (start int64, err 
 // HighWatermark returns the follower's HW.
 func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err error) {
 	err = fr.withFollower(tp, false, func(p *Partition) error {
-		hw = p.highWatermark()
+		hw = p.hw.get()
 		return nil
 	})
 	return hw, err
@@ -145,11 +145,11 @@ func (p *Partition) truncated(truncate func() error) error {
 		return err
 	}
 	after := p.log.LogEndOffset()
-	p.setFollowerHW(min(p.highWatermark(), after))
+	p.hw.set(min(p.hw.get(), after))
 	if after < before {
 		p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
 		p.record(replevents.Event{Kind: replevents.Truncate, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-			FromOffset: before, ToOffset: after, HighWatermark: p.highWatermark()})
+			FromOffset: before, ToOffset: after, HighWatermark: p.hw.get()})
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset in
 		if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 			return err
 		}
-		p.setFollowerHW(offset)
+		p.hw.set(offset)
 		p.logger().WithField("logStartOffset", offset).Info("emptied follower log; restarting at the leader's log start offset")
 		p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
 			FromOffset: before, ToOffset: offset, HighWatermark: offset})
@@ -200,7 +200,7 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 			startMoved = p.log.LogStartOffset() > before
 			p.logger().WithFields(map[string]any{"from": before, "to": p.log.LogStartOffset()}).Info("incremented log start offset to the leader's")
 		}
-		p.setFollowerHW(max(min(leaderHW, leo), p.log.LogStartOffset()))
+		p.hw.set(max(min(leaderHW, leo), p.log.LogStartOffset()))
 		return nil
 	})
 	return leo, err
@@ -227,7 +227,7 @@ func restartEmptyLogAtBatch(p *Partition, records []byte) bool {
 		p.logger().WithError(err).Error("restarting the empty follower log at the fetched batch")
 		return false
 	}
-	p.setFollowerHW(first)
+	p.hw.set(first)
 	p.logger().WithFields(map[string]any{"baseOffset": first, "logStartOffset": leo}).
 		Info("first fetched batch starts below the empty follower log's start; restarting the log at its first offset")
 	p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,

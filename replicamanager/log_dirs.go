@@ -60,5 +60,5 @@ func (rm *ReplicaManager) logEndOffsetLag(tp TopicPartition, l *logstore.Log) in
 	if p == nil || p.log != l {
 		return -1
 	}
-	return max(p.highWatermark()-l.LogEndOffset(), 0)
+	return max(p.hw.get()-l.LogEndOffset(), 0)
 }

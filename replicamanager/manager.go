@@ -81,6 +81,8 @@ type ReplicaManager struct {
 	topics  TopicConfigSource
 	fetcher fetcherManager
 	metrics rmMetrics
+	// penv is what every hosted partition shares (partition.go).
+	penv *partitionEnv
 	// topicStats holds the BrokerTopicMetrics (topic_stats.go).
 	topicStats *BrokerTopicStats
 
@@ -144,6 +146,8 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	rm.followerReplicas.rm = rm
 	rm.brokerEpoch.Store(-1)
 	rm.registerMetrics()
+	rm.penv = &partitionEnv{brokerID: cfg.BrokerID, lagTimeMax: cfg.ReplicaLagTimeMax, now: cfg.Now, log: rm.log,
+		warnings: rm.warnings, metrics: &rm.metrics, isr: rm.isr, events: cfg.Events, alive: rm.brokerAlive}
 	rm.initLiveConfigs()
 	rm.throttles = newThrottles(cfg.BrokerID, cfg.Now, rm.log, cfg.Registry)
 	rm.fetcher = fetcher.NewManager(fetcher.Config{
@@ -305,7 +309,7 @@ func (rm *ReplicaManager) addPartition(tp TopicPartition, l *logstore.Log, tc to
 	if cur, ok := rm.live.topics[tp.Topic]; ok {
 		tc = rm.topicOverridesOn(rm.live.base, tp.Topic, cur)
 	}
-	p := &Partition{tp: tp, rm: rm, log: l, leaderID: -1, leaderEpoch: -1, hw: hw, cfg: tc}
+	p := &Partition{tp: tp, env: rm.penv, log: l, leaderID: -1, leaderEpoch: -1, hw: highWatermark{v: hw}, cfg: tc}
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if existing := rm.partitions[tp]; existing != nil {

@@ -110,7 +110,7 @@ func (p *Partition) snapshot(now time.Time) PartitionSnapshot {
 	s := PartitionSnapshot{
 		Topic: p.tp.Topic, Partition: p.tp.Partition,
 		Role: RoleNone, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-		HighWatermark: p.highWatermark(), LogEndOffset: p.log.LogEndOffset(), LogStartOffset: p.log.LogStartOffset(),
+		HighWatermark: p.hw.get(), LogEndOffset: p.log.LogEndOffset(), LogStartOffset: p.log.LogStartOffset(),
 		Replicas: slices.Clone(p.assigned), ISR: []int32{},
 	}
 	if s.Replicas == nil {
@@ -123,7 +123,7 @@ func (p *Partition) snapshot(now time.Time) PartitionSnapshot {
 		s.PendingISR = p.leader.Pending()
 		for _, id := range p.assigned {
 			pr, ok := p.leader.Progress(id)
-			if !ok || id == p.rm.cfg.BrokerID {
+			if !ok || id == p.env.brokerID {
 				continue
 			}
 			s.Followers = append(s.Followers, FollowerSnapshot{
@@ -149,5 +149,5 @@ func agoMs(now, t time.Time) int64 {
 // record adds a partition event (replevents) stamped with this partition.
 func (p *Partition) record(e replevents.Event) {
 	e.Topic, e.Partition = p.tp.Topic, p.tp.Partition
-	p.rm.cfg.Events.Record(e)
+	p.env.events.Record(e)
 }
