@@ -393,7 +393,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
-	}, b.rmgr, b.zk)
+	}, b.rmgr.Requests(), b.zk)
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
 	b.rmgr.SetKnownPartition(func(tp replicamanager.TopicPartition) bool {
@@ -425,7 +425,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		GroupMaxSize:                  cfg.GroupMaxSize,
 		Registry:                      reg,
 		Log:                           log.WithField("component", componentCoordinator),
-	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk)
+	}, b.rmgr.Requests(), broker.GroupMetadata{Cache: md}, b.zk)
 	b.rmgr.SetLeadershipListener(b.groups.OnLeadershipChange)
 	b.srv.SetGroupCoordinator(b.groups)
 	b.groups.Start()

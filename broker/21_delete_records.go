@@ -32,12 +32,12 @@ import (
 
 func init() { regKey(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
 
-// RecordsDeleter is the replica manager's DeleteRecords path (*replicamanager.ReplicaManager).
+// RecordsDeleter is the replica manager's DeleteRecords path (*replicamanager.Requests).
 type RecordsDeleter interface {
 	DeleteRecords(timeout time.Duration, parts []rm.DeleteRecordsPartition, done func([]rm.DeleteRecordsResult))
 }
 
-var _ RecordsDeleter = (*rm.ReplicaManager)(nil)
+var _ RecordsDeleter = (*rm.Requests)(nil)
 
 func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)

@@ -7,6 +7,6 @@ import (
 
 // The real implementations satisfy the consumer-side interfaces main.go wires in.
 var (
-	_ Replicas = (*rm.ReplicaManager)(nil)
+	_ Replicas = (*rm.Requests)(nil)
 	_ Admin    = (*zkcoord.Coordinator)(nil)
 )

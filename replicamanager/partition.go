@@ -23,7 +23,7 @@ import (
 // Locking (Kafka's leaderIsrUpdateLock): appends as leader run under mu's read side, so produces
 // to one partition proceed concurrently (the log serialises the appends themselves); follower
 // progress updates, ISR changes, role changes and follower-side log changes run under its write
-// side. The HW moves under the read side too (after an append), so it has its own leaf lock hwMu.
+// side. The HW moves under the read side too (after an append), so it has its own leaf lock (highWatermark).
 type Partition struct {
 	tp  TopicPartition
 	env *partitionEnv
@@ -63,9 +63,6 @@ type partitionEnv struct {
 	metrics    *rmMetrics
 	isr        IsrWriter // nil in tests that never change the ISR
 	events     *replevents.Recorder
-	// alive tells whether a broker is live (the low watermark of DeleteRecords counts only the
-	// followers on live brokers).
-	alive func(id int32) bool
 }
 
 // highWatermark is a partition's HW (S7) behind its own leaf lock: the HW moves under either
