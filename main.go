@@ -425,7 +425,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		GroupMaxSize:                  cfg.GroupMaxSize,
 		Registry:                      reg,
 		Log:                           log.WithField("component", componentCoordinator),
-	}, b.rmgr, broker.GroupMetadata{Cache: md}, b.zk.Admin)
+	}, b.rmgr.Requests(), broker.GroupMetadata{Cache: md}, b.zk.Admin)
 	b.rmgr.SetLeadershipListener(b.groups.OnLeadershipChange)
 	b.srv.SetGroupCoordinator(b.groups)
 	b.groups.Start()

@@ -37,7 +37,7 @@ func startReplicationPage(cfg *config.Config, b *runningBroker, events *repleven
 		}
 		events.Record(replevents.Event{Kind: kind, Partition: replevents.Partitionless, Controller: cfg.BrokerID, ControllerEpoch: epoch})
 	})
-	b.page.Set(replview.New(replview.Config{BrokerID: cfg.BrokerID, Local: b.rmgr, Cluster: b.zk, Log: log}))
+	b.page.Set(replview.New(replview.Config{BrokerID: cfg.BrokerID, Local: b.rmgr.Requests(), Cluster: b.zk, Log: log}))
 }
 
 // publishReplicationPage writes this broker's page address to ZooKeeper for the other brokers'

@@ -17,11 +17,11 @@ import (
 
 // The wire server's collaborators (broker.Deps).
 var (
-	_ broker.Replicas               = (*replicamanager.ReplicaManager)(nil)
-	_ broker.AnyReplicaOffsetLister = (*replicamanager.ReplicaManager)(nil)
-	_ broker.RecordsDeleter         = (*replicamanager.ReplicaManager)(nil)
-	_ broker.LogDirDescriber        = (*replicamanager.ReplicaManager)(nil)
-	_ broker.TopicStatser           = (*replicamanager.ReplicaManager)(nil)
+	_ broker.Replicas               = (*replicamanager.Requests)(nil)
+	_ broker.AnyReplicaOffsetLister = (*replicamanager.Requests)(nil)
+	_ broker.RecordsDeleter         = (*replicamanager.Requests)(nil)
+	_ broker.LogDirDescriber        = (*replicamanager.Requests)(nil)
+	_ broker.TopicStatser           = (*replicamanager.Requests)(nil)
 
 	_ broker.Admin                = (*admin.Admin)(nil)
 	_ broker.ControlledShutdowner = (*zkcoord.Coordinator)(nil)
@@ -50,11 +50,11 @@ var (
 // roles.
 func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator) broker.Deps {
 	return broker.Deps{
-		Replicas:           rmgr,
-		AnyReplicaOffsets:  rmgr,
-		RecordsDeleter:     rmgr,
-		LogDirs:            rmgr,
-		TopicStats:         rmgr,
+		Replicas:           rmgr.Requests(),
+		AnyReplicaOffsets:  rmgr.Requests(),
+		RecordsDeleter:     rmgr.Requests(),
+		LogDirs:            rmgr.Requests(),
+		TopicStats:         rmgr.Requests(),
 		Admin:              zk.Admin,
 		ControlledShutdown: zk,
 		ProducerIDs:        zk.ProducerIDs,

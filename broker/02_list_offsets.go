@@ -26,7 +26,7 @@ import (
 func init() { regKey(kmsg.ListOffsets, 1, 6, handleListOffsets) }
 
 // AnyReplicaOffsetLister answers ListOffsets for the debugging replica id from a follower too;
-// *replicamanager.ReplicaManager implements it.
+// *replicamanager.Requests implements it.
 type AnyReplicaOffsetLister interface {
 	ListOffsetsAnyReplica(parts []rm.ListOffsetsPartition) []rm.ListOffsetsResult
 }

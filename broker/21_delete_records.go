@@ -32,7 +32,7 @@ import (
 
 func init() { regKey(kmsg.DeleteRecords, 0, 2, handleDeleteRecords) }
 
-// RecordsDeleter is the replica manager's DeleteRecords path (*replicamanager.ReplicaManager).
+// RecordsDeleter is the replica manager's DeleteRecords path (*replicamanager.Requests).
 type RecordsDeleter interface {
 	DeleteRecords(timeout time.Duration, parts []rm.DeleteRecordsPartition, done func([]rm.DeleteRecordsResult))
 }

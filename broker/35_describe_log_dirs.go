@@ -27,7 +27,7 @@ import (
 
 func init() { regKey(kmsg.DescribeLogDirs, 0, 2, handleDescribeLogDirs) }
 
-// LogDirDescriber is the replica manager's side of DescribeLogDirs; *replicamanager.ReplicaManager
+// LogDirDescriber is the replica manager's side of DescribeLogDirs; *replicamanager.Requests
 // implements it.
 type LogDirDescriber interface {
 	DescribeLogDirs(want func(rm.TopicPartition) bool) []rm.LogDirInfo

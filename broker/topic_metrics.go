@@ -16,7 +16,7 @@ const (
 )
 
 // TopicStatser is what the broker needs of a replica manager to share its BrokerTopicMetrics
-// (*replicamanager.ReplicaManager implements it): the produce side is marked there, the
+// (*replicamanager.Requests implements it): the produce side is marked there, the
 // fetch side here, on the same meters.
 type TopicStatser interface {
 	BrokerTopicStats() *rm.BrokerTopicStats

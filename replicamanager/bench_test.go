@@ -22,14 +22,14 @@ func BenchmarkAppendRecordsParallel(b *testing.B) {
 			default:
 			}
 			leo := e.rm.getPartition(tp0()).log.LogEndOffset()
-			e.rm.FetchMessages(FetchParams{ReplicaID: 2, MaxBytes: 1, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: leo, PartitionMaxBytes: 1, CurrentLeaderEpoch: -1}}}, func([]FetchPartitionResult) {})
+			e.rm.Requests().FetchMessages(FetchParams{ReplicaID: 2, MaxBytes: 1, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: leo, PartitionMaxBytes: 1, CurrentLeaderEpoch: -1}}}, func([]FetchPartitionResult) {})
 		}
 	}()
 	b.SetParallelism(4)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			e.rm.AppendRecords(time.Second, 1, map[TopicPartition][]byte{tp0(): makeBatch(10, "benchmark-value")}, func(map[TopicPartition]ProduceResult) {})
+			e.rm.Requests().AppendRecords(time.Second, 1, map[TopicPartition][]byte{tp0(): makeBatch(10, "benchmark-value")}, func(map[TopicPartition]ProduceResult) {})
 		}
 	})
 	b.StopTimer()

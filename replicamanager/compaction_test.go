@@ -23,7 +23,7 @@ func TestProduceKeylessRecordToCompactedTopic(t *testing.T) {
 		if r.ErrorCode != tc.code {
 			t.Fatalf("cleanup.policy=%s: keyless produce answered %d, want %d", tc.policy, r.ErrorCode, tc.code)
 		}
-		leo := e.rm.Partition(tp0()).log.LogEndOffset()
+		leo := e.rm.getPartition(tp0()).log.LogEndOffset()
 		if (tc.code != 0) != (leo == 0) {
 			t.Fatalf("cleanup.policy=%s: LEO %d after a produce answered %d", tc.policy, leo, r.ErrorCode)
 		}

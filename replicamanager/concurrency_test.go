@@ -29,7 +29,7 @@ func TestConcurrentAppendsUnderTheReadLock(t *testing.T) {
 			default:
 			}
 			e.followerFetch(t, 2, p.log.LogEndOffset())
-			e.rm.maybeShrinkIsr()
+			e.rm.tasks.maybeShrinkIsr()
 			if hw, leo := p.HighWatermark(), p.log.LogEndOffset(); hw > leo {
 				t.Errorf("HW %d above LEO %d", hw, leo)
 			}

@@ -10,7 +10,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbroker/isrbroker/broker/ratelog"
 	"github.com/isrbroker/isrbroker/fetcher"
+	"github.com/isrbroker/isrbroker/logstore"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -18,19 +20,29 @@ import (
 // controllerRequests is the controller-request path of the replica manager (Kafka's
 // becomeLeaderOrFollower, makeLeaders, makeFollowers and stopReplicas): it applies LeaderAndIsr
 // and StopReplica (S9, S14, S22) behind the controller-epoch and broker-epoch fences (K3,
-// KIP-380), creating partitions, moving fetchers and completing the delayed operations of the
-// partitions it changes. ReplicaManager embeds it.
+// KIP-380), creating partitions, moving fetchers, completing the delayed operations of the
+// partitions it changes and telling the leadership listener (leadership.go).
 type controllerRequests struct {
-	rm *ReplicaManager
+	pool       *partitionPool
+	brokerID   int32
+	log        *logrus.Entry
+	warnings   *ratelog.Limiter
+	logs       *logstore.Manager
+	fetcher    fetcherManager
+	purgatory  *purgatory
+	now        func() time.Time
+	topicStats *BrokerTopicStats
+	// createPartitions creates the missing partitions of a LeaderAndIsr with their topics'
+	// effective configs (ReplicaManager.createPartitions: the live configs are its).
+	createPartitions func([]TopicPartition) map[TopicPartition]error
 
 	stateChangeLock sync.Mutex // serialises LeaderAndIsr and StopReplica (first in the lock order)
-	// controllerEpoch is the latest controller epoch seen; guarded by ReplicaManager.mu.
+	// controllerEpoch is the latest controller epoch seen; guarded by partitionPool.mu.
 	controllerEpoch int32
 	brokerEpoch     atomic.Int64 // this broker's epoch (KIP-380); -1 until registered
+	// leadership is told about leadership changes (leadership.go); set by main.
+	leadership atomic.Pointer[LeadershipListener]
 }
-
-// SetBrokerEpoch records this broker's epoch (the czxid of its registration, KIP-380).
-func (c *controllerRequests) SetBrokerEpoch(epoch int64) { c.brokerEpoch.Store(epoch) }
 
 // checkControllerLocked applies the controller-epoch and broker-epoch fences (K3, KIP-380).
 func (c *controllerRequests) checkControllerLocked(controllerEpoch int32, brokerEpoch int64) int16 {
@@ -44,20 +56,20 @@ func (c *controllerRequests) checkControllerLocked(controllerEpoch int32, broker
 	return 0
 }
 
-// checkController applies the fences of checkControllerLocked under ReplicaManager.mu.
+// checkController applies the fences of checkControllerLocked under partitionPool.mu.
 func (c *controllerRequests) checkController(controllerEpoch int32, brokerEpoch int64) int16 {
-	c.rm.mu.Lock()
-	defer c.rm.mu.Unlock()
+	c.pool.mu.Lock()
+	defer c.pool.mu.Unlock()
 	return c.checkControllerLocked(controllerEpoch, brokerEpoch)
 }
 
 // CheckControllerEpoch validates an UpdateMetadata's epochs, caching a newer controller epoch.
 func (c *controllerRequests) CheckControllerEpoch(controllerID, controllerEpoch int32, brokerEpoch int64) int16 {
-	c.rm.mu.Lock()
-	defer c.rm.mu.Unlock()
+	c.pool.mu.Lock()
+	defer c.pool.mu.Unlock()
 	code := c.checkControllerLocked(controllerEpoch, brokerEpoch)
 	if code != 0 {
-		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
+		c.warnings.Warn(c.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": controllerID, "controllerEpoch": controllerEpoch, "cachedControllerEpoch": c.controllerEpoch}),
 			fmt.Sprint(controllerID, "/", controllerEpoch), "rejecting UpdateMetadata from a stale controller")
 	}
 	return code
@@ -70,9 +82,9 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	defer c.stateChangeLock.Unlock()
 	res := LeaderAndIsrResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
-	log := c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
+	log := c.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code != 0 {
-		c.rm.warnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
+		c.warnings.Warn(log, fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting LeaderAndIsr from a stale controller")
 		res.ErrorCode = code
 		return res
 	}
@@ -82,10 +94,10 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	// (Kafka's getOrCreateLog; docs/kafka-facts.md §12).
 	var mine []TopicPartition
 	mayBeOffline := map[TopicPartition]bool{}
-	dirsOffline := len(c.rm.logs.OfflineLogDirs()) > 0
+	dirsOffline := len(c.logs.OfflineLogDirs()) > 0
 	for _, st := range req.Partitions {
-		if slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
-			if dirsOffline && !st.IsNew && c.rm.getPartition(st.TopicPartition) == nil && c.rm.logs.Get(st.TopicPartition) == nil {
+		if slices.Contains(st.Replicas, c.brokerID) {
+			if dirsOffline && !st.IsNew && c.pool.getPartition(st.TopicPartition) == nil && c.logs.Get(st.TopicPartition) == nil {
 				mayBeOffline[st.TopicPartition] = true
 				continue
 			}
@@ -93,12 +105,12 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 		}
 	}
 	start := time.Now()
-	createErrs := c.rm.createPartitions(mine)
+	createErrs := c.createPartitions(mine)
 	created := time.Since(start)
 	var leaders, followers []PartitionState
 	stale := 0
 	for _, st := range req.Partitions {
-		if !slices.Contains(st.Replicas, c.rm.cfg.BrokerID) {
+		if !slices.Contains(st.Replicas, c.brokerID) {
 			res.Partitions[st.TopicPartition] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
@@ -106,7 +118,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code
 			continue
 		}
-		p := c.rm.getPartition(st.TopicPartition)
+		p := c.pool.getPartition(st.TopicPartition)
 		if p != nil && p.isOffline() {
 			res.Partitions[st.TopicPartition] = kerr.KafkaStorageError.Code // its log dir is offline
 			continue
@@ -131,7 +143,7 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 			continue
 		}
 		res.Partitions[st.TopicPartition] = 0
-		if st.Leader == c.rm.cfg.BrokerID {
+		if st.Leader == c.brokerID {
 			leaders = append(leaders, st)
 		} else {
 			followers = append(followers, st)
@@ -144,8 +156,8 @@ func (c *controllerRequests) BecomeLeaderOrFollower(req LeaderAndIsrRequest) Lea
 	c.makeLeaders(leaders)
 	followed := time.Now()
 	c.makeFollowers(followers, req.LiveLeaders)
-	c.rm.fetcher.ShutdownIdleFetcherThreads()
-	c.rm.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
+	c.fetcher.ShutdownIdleFetcherThreads()
+	c.notifyLeadership(partitionsOf(leaders), partitionsOf(followers))
 	// One summary line per request, with where the time went (docs/performance.md, "Controller
 	// at scale"); at info level only when it took long enough to matter.
 	took := time.Since(start)
@@ -165,7 +177,7 @@ func (c *controllerRequests) makeLeaders(states []PartitionState) {
 	if len(states) == 0 {
 		return
 	}
-	c.rm.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
+	c.fetcher.RemoveFetcherForPartitions(partitionsOf(states))
 	// Each new leader epoch enters the partition's leader epoch cache (K1); the
 	// leader-epoch-checkpoint file is written by the flush that first needs it
 	// (logstore's persistDeferred), not here. The partitions are made leaders on a bounded
@@ -177,8 +189,8 @@ func (c *controllerRequests) makeLeaders(states []PartitionState) {
 			// The clock is read per partition, after its log was created: a follower's last
 			// caught-up time starts when the leadership does (S10), not when the request arrived —
 			// creating thousands of logs first would otherwise shrink every new ISR at once.
-			c.rm.getPartition(st.TopicPartition).makeLeader(st, c.rm.now())
-			c.rm.purgatory.checkAndComplete(st.TopicPartition)
+			c.pool.getPartition(st.TopicPartition).makeLeader(st, c.now())
+			c.purgatory.checkAndComplete(st.TopicPartition)
 			return nil
 		})
 	}
@@ -192,7 +204,7 @@ func (c *controllerRequests) makeFollowers(states []PartitionState, liveLeaders 
 	}
 	changed := make([]PartitionState, 0, len(states))
 	for _, st := range states {
-		p := c.rm.getPartition(st.TopicPartition)
+		p := c.pool.getPartition(st.TopicPartition)
 		if _, ok := liveLeaders[st.Leader]; !ok {
 			// Kafka 2.4's makeFollowers: the leader is not a live broker, so the partition is
 			// skipped; only its log exists (created above, so the HW is checkpointed). Its role,
@@ -215,22 +227,22 @@ func (c *controllerRequests) makeFollowers(states []PartitionState, liveLeaders 
 	}
 	tps := partitionsOf(changed)
 	// S14.3: stop the old fetchers first so nothing more is appended.
-	c.rm.fetcher.RemoveFetcherForPartitions(tps)
+	c.fetcher.RemoveFetcherForPartitions(tps)
 	// S14.5: complete delayed produce and fetch requests for these partitions.
 	for _, tp := range tps {
-		c.rm.purgatory.checkAndComplete(tp)
+		c.purgatory.checkAndComplete(tp)
 	}
 	// S14.6: start fetchers toward the new leaders, from the local HW (2.4).
 	init := make(map[TopicPartition]fetcher.InitialFetchState, len(changed))
 	for _, st := range changed {
-		p := c.rm.getPartition(st.TopicPartition)
+		p := c.pool.getPartition(st.TopicPartition)
 		init[st.TopicPartition] = fetcher.InitialFetchState{
 			Leader:             fetcher.BrokerEndPoint{ID: st.Leader, Addr: liveLeaders[st.Leader]},
 			CurrentLeaderEpoch: st.LeaderEpoch,
 			InitOffset:         p.HighWatermark(),
 		}
 	}
-	c.rm.fetcher.AddFetcherForPartitions(init)
+	c.fetcher.AddFetcherForPartitions(init)
 }
 
 // StopReplicas applies a StopReplica request (S22 case 1): remove fetchers, optionally delete the
@@ -241,44 +253,44 @@ func (c *controllerRequests) StopReplicas(req StopReplicaRequest) StopReplicaRes
 	res := StopReplicaResult{Partitions: make(map[TopicPartition]int16, len(req.Partitions))}
 	code := c.checkController(req.ControllerEpoch, req.BrokerEpoch)
 	if code != 0 {
-		c.rm.warnings.Warn(c.rm.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
+		c.warnings.Warn(c.log.WithFields(logrus.Fields{"component": "state-change", "controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch}),
 			fmt.Sprint(req.ControllerID, "/", req.ControllerEpoch), "rejecting StopReplica from a stale controller")
 		res.ErrorCode = code
 		return res
 	}
-	c.rm.fetcher.RemoveFetcherForPartitions(req.Partitions)
+	c.fetcher.RemoveFetcherForPartitions(req.Partitions)
 	for _, tp := range req.Partitions {
 		res.Partitions[tp] = 0
 		if !req.DeletePartitions {
 			continue
 		}
-		if p := c.rm.getPartition(tp); p != nil && p.isOffline() {
+		if p := c.pool.getPartition(tp); p != nil && p.isOffline() {
 			res.Partitions[tp] = kerr.KafkaStorageError.Code // nothing is written to an offline dir
 			continue
 		}
-		c.rm.mu.Lock()
-		p := c.rm.partitions[tp]
-		delete(c.rm.partitions, tp)
-		c.rm.mu.Unlock()
+		c.pool.mu.Lock()
+		p := c.pool.partitions[tp]
+		delete(c.pool.partitions, tp)
+		c.pool.mu.Unlock()
 		if p != nil {
 			p.mu.Lock()
 			p.leaderID, p.leader = -1, nil
 			p.mu.Unlock()
 		}
-		if c.rm.logs.Get(tp) != nil {
-			if err := c.rm.logs.Delete(tp); err != nil {
-				c.rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).WithError(err).Error("deleting log")
+		if c.logs.Get(tp) != nil {
+			if err := c.logs.Delete(tp); err != nil {
+				c.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).WithError(err).Error("deleting log")
 				res.Partitions[tp] = kerr.KafkaStorageError.Code
 			}
 		}
-		c.rm.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("deleted replica")
+		c.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("deleted replica")
 	}
 	if req.DeletePartitions {
-		c.rm.removeTopicStatsOfDeleted(req.Partitions)
+		c.removeTopicStatsOfDeleted(req.Partitions)
 	}
 	for _, tp := range req.Partitions {
-		c.rm.purgatory.checkAndComplete(tp)
+		c.purgatory.checkAndComplete(tp)
 	}
-	c.rm.notifyLeadership(nil, req.Partitions)
+	c.notifyLeadership(nil, req.Partitions)
 	return res
 }

@@ -11,15 +11,15 @@ const DebuggingReplicaID int32 = -2
 // fetchOnlyFromLeader=false): earliest is the log start offset, latest the LEO, a timestamp
 // the first offset at or after it below the LEO. current_leader_epoch, when given, fences as
 // for a leader (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
-func (rm *ReplicaManager) ListOffsetsAnyReplica(parts []ListOffsetsPartition) []ListOffsetsResult {
+func (lr *leaderReads) ListOffsetsAnyReplica(parts []ListOffsetsPartition) []ListOffsetsResult {
 	out := make([]ListOffsetsResult, len(parts))
 	for i, part := range parts {
 		r := &out[i]
 		r.TopicPartition = part.TopicPartition
 		r.Timestamp, r.Offset, r.LeaderEpoch = -1, -1, -1
-		p := rm.getPartition(part.TopicPartition)
+		p := lr.pool.getPartition(part.TopicPartition)
 		if p == nil {
-			r.ErrorCode = rm.notHostedCode(part.TopicPartition)
+			r.ErrorCode = lr.pool.notHostedCode(part.TopicPartition)
 			continue
 		}
 		p.mu.RLock()

@@ -2,12 +2,13 @@ package replicamanager
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/isrbroker/isrbroker/fetcher"
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // This file is the DeleteRecords path (KIP-107, docs/delete-records.md): the leader
@@ -34,12 +35,21 @@ type DeleteRecordsResult struct {
 // internalTopics are the topics whose records DeleteRecords refuses (Kafka's Topic.isInternal).
 var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 
-// SetAliveBroker installs the liveness lookup (the metadata cache's live brokers): only the
-// followers on live brokers count in the low watermark (Partition.lowWatermarkIfLeader).
-func (rm *ReplicaManager) SetAliveBroker(f func(id int32) bool) { rm.aliveBroker.Store(&f) }
+// deleteRecords is the DeleteRecords path of the replica manager (Kafka's deleteRecords and
+// DelayedDeleteRecords).
+type deleteRecords struct {
+	pool      *partitionPool
+	purgatory *purgatory
+	logs      *logstore.Manager
+	log       *logrus.Entry
 
-func (rm *ReplicaManager) brokerAlive(id int32) bool {
-	f := rm.aliveBroker.Load()
+	// aliveBroker tells whether a broker is live: only the followers on live brokers count in
+	// the low watermark (Kafka's Partition.lowWatermarkIfLeader); set by main (SetAliveBroker).
+	aliveBroker atomic.Pointer[func(int32) bool]
+}
+
+func (d *deleteRecords) brokerAlive(id int32) bool {
+	f := d.aliveBroker.Load()
 	return f == nil || (*f)(id)
 }
 
@@ -48,7 +58,7 @@ func (rm *ReplicaManager) brokerAlive(id int32) bool {
 // partition errored or its low watermark already reached the offset, else when they all did,
 // leadership moved, or timeout passed (REQUEST_TIMED_OUT for the partitions still waiting). The
 // new log start offsets are checkpointed before the answer, so a restart keeps them.
-func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRecordsPartition, done func([]DeleteRecordsResult)) {
+func (d *deleteRecords) DeleteRecords(timeout time.Duration, parts []DeleteRecordsPartition, done func([]DeleteRecordsResult)) {
 	results := make([]DeleteRecordsResult, len(parts))
 	required := make(map[int]int64) // index in parts → offset the low watermark must reach
 	moved := false
@@ -59,12 +69,12 @@ func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRec
 			r.ErrorCode = kerr.InvalidTopicException.Code
 			continue
 		}
-		p := rm.getPartition(part.TopicPartition)
+		p := d.pool.getPartition(part.TopicPartition)
 		if p == nil {
-			r.ErrorCode = rm.notHostedCode(part.TopicPartition)
+			r.ErrorCode = d.pool.notHostedCode(part.TopicPartition)
 			continue
 		}
-		offset, lw, code := p.deleteRecordsOnLeader(part.Offset)
+		offset, lw, code := d.onLeader(p, part.Offset)
 		if code != 0 {
 			r.ErrorCode = code
 			continue
@@ -76,7 +86,7 @@ func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRec
 		}
 	}
 	if moved {
-		rm.checkpointLogStartOffsets()
+		checkpointLogStartOffsets(d.logs, d.log)
 	}
 	if len(required) == 0 {
 		done(results)
@@ -101,7 +111,7 @@ func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRec
 			return true
 		}
 		for i, offset := range required {
-			lw, code := rm.lowWatermark(parts[i].TopicPartition)
+			lw, code := d.lowWatermark(parts[i].TopicPartition)
 			switch {
 			case code != 0:
 				results[i].ErrorCode, results[i].LowWatermark = code, -1
@@ -127,13 +137,13 @@ func (rm *ReplicaManager) DeleteRecords(timeout time.Duration, parts []DeleteRec
 	if timeout <= 0 {
 		timeout = time.Millisecond
 	}
-	rm.purgatory.tryCompleteElseWatch(op, timeout)
+	d.purgatory.tryCompleteElseWatch(op, timeout)
 }
 
 // lowWatermark returns tp's low watermark when this broker leads it, else the error of
 // DelayedDeleteRecords.tryComplete.
-func (rm *ReplicaManager) lowWatermark(tp TopicPartition) (int64, int16) {
-	p := rm.getPartition(tp)
+func (d *deleteRecords) lowWatermark(tp TopicPartition) (int64, int16) {
+	p := d.pool.getPartition(tp)
 	if p == nil {
 		return -1, kerr.UnknownTopicOrPartition.Code
 	}
@@ -142,24 +152,24 @@ func (rm *ReplicaManager) lowWatermark(tp TopicPartition) (int64, int16) {
 	if !p.isLeaderLocked() || p.leader == nil {
 		return -1, kerr.NotLeaderForPartition.Code
 	}
-	return p.lowWatermarkLocked(), 0
+	return d.lowWatermarkLocked(p), 0
 }
 
 // checkpointLogStartOffsets writes log-start-offset-checkpoint now, so that a log start offset
 // raised by DeleteRecords survives even an unclean restart (Kafka waits for the next periodic
 // checkpoint; isrbroker writes it at once: DeleteRecords is rare).
-func (rm *ReplicaManager) checkpointLogStartOffsets() {
-	if err := rm.logs.Checkpoint(); err != nil {
-		rm.log.WithError(err).Warn("writing log-start-offset-checkpoint after a log start offset change")
+func checkpointLogStartOffsets(logs *logstore.Manager, log *logrus.Entry) {
+	if err := logs.Checkpoint(); err != nil {
+		log.WithError(err).Warn("writing log-start-offset-checkpoint after a log start offset change")
 	}
 }
 
-// deleteRecordsOnLeader raises the leader's log start offset to offset (-1: the HW) as Kafka's
+// onLeader raises the leader p's log start offset to offset (-1: the HW) as Kafka's
 // Partition.deleteRecordsOnLeader: NOT_LEADER_FOR_PARTITION when not leading,
 // POLICY_VIOLATION when the topic's cleanup.policy lacks delete, OFFSET_OUT_OF_RANGE for a
 // negative offset or one above the HW (Log.maybeIncrementLogStartOffset). It returns the
 // requested offset and the low watermark after the change.
-func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, int16) {
+func (d *deleteRecords) onLeader(p *Partition, offset int64) (int64, int64, int16) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if !p.isLeaderLocked() || p.leader == nil {
@@ -168,7 +178,7 @@ func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, int16) {
 	if !p.log.Config().CleanupPolicy.Delete() {
 		return -1, -1, kerr.PolicyViolation.Code
 	}
-	hw := p.highWatermark()
+	hw := p.hw.get()
 	if offset == -1 {
 		offset = hw
 	}
@@ -180,17 +190,17 @@ func (p *Partition) deleteRecordsOnLeader(offset int64) (int64, int64, int16) {
 	if after := p.log.LogStartOffset(); after > before {
 		p.logger().WithFields(logrus.Fields{"from": before, "to": after}).Info("incremented log start offset (DeleteRecords)")
 	}
-	return offset, p.lowWatermarkLocked(), 0
+	return offset, d.lowWatermarkLocked(p), 0
 }
 
-// lowWatermarkLocked is Kafka's Partition.lowWatermarkIfLeader: the smallest log start offset of
-// the leader and of the followers on live brokers (a follower that has not fetched in this
-// leader epoch counts with its unknown log start, so the low watermark waits for its first
-// fetch). Callers hold mu and lead the partition.
-func (p *Partition) lowWatermarkLocked() int64 {
+// lowWatermarkLocked is Kafka's Partition.lowWatermarkIfLeader for p: the smallest log start
+// offset of the leader and of the followers on live brokers (a follower that has not fetched in
+// this leader epoch counts with its unknown log start, so the low watermark waits for its first
+// fetch). Callers hold p.mu and lead the partition.
+func (d *deleteRecords) lowWatermarkLocked(p *Partition) int64 {
 	lw := p.log.LogStartOffset()
 	for _, id := range p.leader.Assigned() {
-		if !p.leader.IsFollower(id) || !p.rm.brokerAlive(id) {
+		if !p.leader.IsFollower(id) || !d.brokerAlive(id) {
 			continue
 		}
 		if pr, ok := p.leader.Progress(id); ok {
@@ -206,14 +216,11 @@ func (p *Partition) lowWatermarkLocked() int64 {
 
 // followerLogStartChangedLocked reports whether a follower's fetch carries a log start offset
 // other than the one the leader knows: then the low watermark may move and parked DeleteRecords
-// are re-checked. Callers hold mu.
-func (p *Partition) followerLogStartChangedLocked(id int32, logStart int64) bool {
+// are re-checked. Callers hold p.mu.
+func followerLogStartChangedLocked(p *Partition, id int32, logStart int64) bool {
 	if p.leader == nil {
 		return false
 	}
 	pr, ok := p.leader.Progress(id)
 	return ok && (pr.LEO < 0 || pr.LogStartOffset != logStart)
 }
-
-// Followers report their log start offset in their fetches (the low watermark needs it).
-var _ fetcher.LogStartOffsetter = (*ReplicaManager)(nil)

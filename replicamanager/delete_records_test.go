@@ -17,13 +17,13 @@ import (
 // fetchWithLogStart is a follower fetch at offset reporting the follower's log start offset.
 func (e *env) fetchWithLogStart(replica int32, offset, logStart int64) FetchPartitionResult {
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
 	return (<-ch)[0]
 }
 
 func (e *env) deleteRecords(offset int64, timeout time.Duration) chan DeleteRecordsResult {
 	ch := make(chan DeleteRecordsResult, 1)
-	e.rm.DeleteRecords(timeout, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: offset}}, func(r []DeleteRecordsResult) { ch <- r[0] })
+	e.rm.Requests().DeleteRecords(timeout, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: offset}}, func(r []DeleteRecordsResult) { ch <- r[0] })
 	return ch
 }
 
@@ -39,7 +39,7 @@ func TestDeleteRecords_LowWatermarkWaitsForFollowers(t *testing.T) {
 	e.produce(t, 1, 10, time.Second)
 	e.fetchWithLogStart(2, 10, 0)
 	e.fetchWithLogStart(3, 10, 0)
-	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 10 {
+	if hw := e.rm.getPartition(tp0()).HighWatermark(); hw != 10 {
 		t.Fatalf("HW %d, want 10", hw)
 	}
 
@@ -51,7 +51,7 @@ func TestDeleteRecords_LowWatermarkWaitsForFollowers(t *testing.T) {
 	}
 
 	ch := e.deleteRecords(4, 5*time.Second)
-	if start := e.rm.Partition(tp0()).log.LogStartOffset(); start != 4 {
+	if start := e.rm.getPartition(tp0()).log.LogStartOffset(); start != 4 {
 		t.Fatalf("leader log start %d, want 4 at once", start)
 	}
 	e.fetchWithLogStart(2, 10, 4)
@@ -93,13 +93,13 @@ func TestDeleteRecords_LowWatermarkWaitsForFollowers(t *testing.T) {
 func TestDeleteRecords_FollowerFollowsLeaderLogStart(t *testing.T) {
 	e := newEnv(t, 2, 1)
 	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1, 2})
-	if _, err := e.rm.ProcessPartitionData(tp0(), 0, makeBatch(10, "v"), 10, 0); err != nil {
+	if _, err := e.rm.followers.ProcessPartitionData(tp0(), 0, makeBatch(10, "v"), 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rm.ProcessPartitionData(tp0(), 10, nil, 10, 6); err != nil {
+	if _, err := e.rm.followers.ProcessPartitionData(tp0(), 10, nil, 10, 6); err != nil {
 		t.Fatal(err)
 	}
-	if start, err := e.rm.LogStartOffset(tp0()); err != nil || start != 6 {
+	if start, err := e.rm.followers.LogStartOffset(tp0()); err != nil || start != 6 {
 		t.Fatalf("follower log start %d (%v), want the leader's 6", start, err)
 	}
 	// Written at once, not at the next periodic checkpoint or at shutdown: the env's log dir is
@@ -121,7 +121,7 @@ func TestDeleteRecords_FollowerFollowsLeaderLogStart(t *testing.T) {
 func (e *env) fetchWithLogStartOf(t *testing.T, tp TopicPartition, replica int32, offset, logStart int64) {
 	t.Helper()
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp, FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp, FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: logStart}}}, func(r []FetchPartitionResult) { ch <- r })
 	if r := waitResult(t, ch, 5*time.Second)[0]; r.ErrorCode != 0 {
 		t.Fatalf("follower fetch of %v: error %d", tp, r.ErrorCode)
 	}
@@ -135,14 +135,14 @@ func TestDeleteRecordsKeepsNotLeaderAfterLeadershipReturns(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsrFor(t, e.partitionState(tp0(), 1, 1, []int32{1, 2}), e.partitionState(tp1(), 1, 1, []int32{1, 2}))
 	appended := make(chan map[TopicPartition]ProduceResult, 1)
-	e.rm.AppendRecords(time.Second, 1, map[TopicPartition][]byte{tp0(): makeBatch(10, "v"), tp1(): makeBatch(10, "v")},
+	e.rm.Requests().AppendRecords(time.Second, 1, map[TopicPartition][]byte{tp0(): makeBatch(10, "v"), tp1(): makeBatch(10, "v")},
 		func(m map[TopicPartition]ProduceResult) { appended <- m })
 	waitResult(t, appended, 5*time.Second)
 	for _, tp := range []TopicPartition{tp0(), tp1()} {
 		e.fetchWithLogStartOf(t, tp, 2, 10, 0)
 	}
 	ch := make(chan []DeleteRecordsResult, 1)
-	e.rm.DeleteRecords(30*time.Second, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: 4}, {TopicPartition: tp1(), Offset: 4}},
+	e.rm.Requests().DeleteRecords(30*time.Second, []DeleteRecordsPartition{{TopicPartition: tp0(), Offset: 4}, {TopicPartition: tp1(), Offset: 4}},
 		func(r []DeleteRecordsResult) { ch <- r })
 
 	e.leaderAndIsrFor(t, e.partitionState(tp0(), 2, 2, []int32{1, 2}))
@@ -172,28 +172,28 @@ func TestDeleteRecordsKeepsNotLeaderAfterLeadershipReturns(t *testing.T) {
 func TestFollowerAppendIntoEmptyLogFromInsideABatch(t *testing.T) {
 	e := newEnv(t, 2, 1)
 	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1, 2})
-	if err := e.rm.TruncateFullyAndStartAt(tp0(), 5); err != nil {
+	if err := e.rm.followers.TruncateFullyAndStartAt(tp0(), 5); err != nil {
 		t.Fatal(err)
 	}
 	b := makeBatch(5, "v")
 	binary.BigEndian.PutUint64(b[0:], 3) // base offset 3 (outside the CRC)
-	leo, err := e.rm.ProcessPartitionData(tp0(), 5, b, 8, 5)
+	leo, err := e.rm.followers.ProcessPartitionData(tp0(), 5, b, 8, 5)
 	if err != nil || leo != 8 {
 		t.Fatalf("fetch at 5 answered with the batch 3..7: LEO %d, %v; want 8", leo, err)
 	}
-	if start, err := e.rm.LogStartOffset(tp0()); err != nil || start != 5 {
+	if start, err := e.rm.followers.LogStartOffset(tp0()); err != nil || start != 5 {
 		t.Fatalf("follower log start %d (%v), want the leader's 5", start, err)
 	}
-	if hw, err := e.rm.HighWatermark(tp0()); err != nil || hw != 8 {
+	if hw, err := e.rm.followers.HighWatermark(tp0()); err != nil || hw != 8 {
 		t.Fatalf("follower HW %d (%v), want 8", hw, err)
 	}
 	// not empty: a batch from below the LEO is refused
 	b2 := makeBatch(2, "w")
 	binary.BigEndian.PutUint64(b2[0:], 7)
-	if _, err := e.rm.ProcessPartitionData(tp0(), 8, b2, 9, 5); !errors.Is(err, logstore.ErrUnexpectedOffset) {
+	if _, err := e.rm.followers.ProcessPartitionData(tp0(), 8, b2, 9, 5); !errors.Is(err, logstore.ErrUnexpectedOffset) {
 		t.Fatalf("batch 7..8 into a log at LEO 8: %v, want ErrUnexpectedOffset", err)
 	}
-	if leo, _ := e.rm.LogEndOffset(tp0()); leo != 8 {
+	if leo, _ := e.rm.followers.LogEndOffset(tp0()); leo != 8 {
 		t.Fatalf("LEO %d after the refused append, want 8", leo)
 	}
 }

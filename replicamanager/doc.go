@@ -15,12 +15,20 @@
 // decisions are the fetcher's pure planners (fetcher.PlanTruncation), the epoch cache's are
 // logstore's. The scenario scripts in testdata/ (TestScenarios) drive all of them together.
 //
-// Locking: stateChangeLock (of controllerRequests, embedded in ReplicaManager) serialises
-// controller requests; ReplicaManager.mu guards the partition map and the cached controller epoch;
-// each Partition.mu (Kafka's leaderIsrUpdateLock) guards that partition's leadership, ISR and
-// follower progress: produces append under its read side (the log serialises concurrent appends),
-// follower progress updates, ISR changes and follower-side log changes take its write side.
-// Partition.hwMu is a leaf lock for the HW, which moves under either side. Order: stateChangeLock →
-// mu → Partition.mu → Partition.hwMu; the purgatory's lock is a leaf and is never held while
-// calling into a partition.
+// Structure: ReplicaManager holds the partition pool (partitionPool, Kafka's allPartitions), the
+// live configs and the creation of partitions; each request path is a type with its own state
+// that holds what it uses, not the ReplicaManager (controllerRequests, leaderReads, appender,
+// followerReplicas, deleteRecords, logDirs, backgroundTasks, localView; manager.go lists them).
+// Requests (requests.go) is what the broker, the group coordinator and the replication page
+// call; followerReplicas is the fetcher's Local. A Partition holds a partitionEnv (what the
+// partitions share), and its HW is a highWatermark with its own leaf lock.
+//
+// Locking: controllerRequests.stateChangeLock serialises controller requests (and taking the
+// partitions of an offline log dir offline); partitionPool.mu guards the partition map and the
+// cached controller epoch; each Partition.mu (Kafka's leaderIsrUpdateLock) guards that
+// partition's leadership, ISR and follower progress: produces append under its read side (the
+// log serialises concurrent appends), follower progress updates, ISR changes and follower-side
+// log changes take its write side. The highWatermark's lock is a leaf lock for the HW, which
+// moves under either side. Order: stateChangeLock → partitionPool.mu → Partition.mu → the HW's
+// lock; the purgatory's lock is a leaf and is never held while calling into a partition.
 package replicamanager

@@ -19,7 +19,7 @@ func TestFetchFileRecordsMatchRecords(t *testing.T) {
 	}
 	fetch := func(replica int32, files bool, maxBytes int32) FetchPartitionResult {
 		ch := make(chan []FetchPartitionResult, 1)
-		e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: maxBytes, FileRecords: files, Partitions: []FetchPartition{
+		e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: maxBytes, FileRecords: files, Partitions: []FetchPartition{
 			{TopicPartition: tp0(), FetchOffset: 7, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0},
 		}}, func(r []FetchPartitionResult) { ch <- r })
 		return waitResult(t, ch, time.Second)[0]

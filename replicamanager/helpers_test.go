@@ -179,7 +179,8 @@ func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	coord := newFakeCoord()
 	reg := metrics.NewRegistry()
-	rm := New(Config{
+	ff := &fakeFetchers{}
+	rm := newReplicaManager(Config{
 		BrokerID:          brokerID,
 		ReplicaLagTimeMax: 10 * time.Second,
 		MinInsyncReplicas: minIsr,
@@ -187,10 +188,7 @@ func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 		Registry:          reg,
 		Log:               lg,
 		Now:               c.Now,
-	}, logs, coord)
-	rm.fetcher.Close()
-	ff := &fakeFetchers{}
-	rm.fetcher = ff
+	}, logs, coord, ff)
 	return &env{rm: rm, coord: coord, fetch: ff, clock: c, reg: reg}
 }
 
@@ -202,7 +200,7 @@ func (e *env) leaderAndIsr(t testing.TB, leader, epoch int32, replicas, isr []in
 	e.coord.mu.Lock()
 	zkv := e.coord.version[tp0()]
 	e.coord.mu.Unlock()
-	return e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{
+	return e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{
 		ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
 		Partitions:  []PartitionState{{TopicPartition: tp0(), ControllerEpoch: 1, Leader: leader, LeaderEpoch: epoch, ISR: isr, ZkVersion: zkv, Replicas: replicas}},
 		LiveLeaders: map[int32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2", 3: "127.0.0.1:3"},
@@ -212,7 +210,7 @@ func (e *env) leaderAndIsr(t testing.TB, leader, epoch int32, replicas, isr []in
 func (e *env) produce(t *testing.T, acks int16, n int, timeout time.Duration) chan ProduceResult {
 	t.Helper()
 	ch := make(chan ProduceResult, 1)
-	e.rm.AppendRecords(timeout, acks, map[TopicPartition][]byte{tp0(): makeBatch(n, "v")}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp0()] })
+	e.rm.Requests().AppendRecords(timeout, acks, map[TopicPartition][]byte{tp0(): makeBatch(n, "v")}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp0()] })
 	return ch
 }
 
@@ -220,7 +218,7 @@ func (e *env) produce(t *testing.T, acks int16, n int, timeout time.Duration) ch
 func (e *env) followerFetch(t *testing.T, replica int32, offset int64) FetchPartitionResult {
 	t.Helper()
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0}}}, func(r []FetchPartitionResult) { ch <- r })
 	return (<-ch)[0]
 }
 

@@ -35,7 +35,7 @@ func shrinkWithHeldIsrWrite(t *testing.T, e *env) (done chan bool, release func(
 	stuckFollowerLeader(t, e)
 	entered, release := e.holdNextIsrWrite()
 	done = make(chan bool, 1)
-	go func() { e.rm.maybeShrinkIsr(); done <- true }()
+	go func() { e.rm.tasks.maybeShrinkIsr(); done <- true }()
 	waitResult(t, entered, 5*time.Second)
 	return done, release
 }
@@ -61,15 +61,15 @@ func TestK3_SlowIsrWriteDoesNotBlockProduceOrFetch(t *testing.T) {
 	if fr.ErrorCode != 0 || len(fr.Records) == 0 {
 		t.Fatalf("fetch during a hanging ISR write: error %d, %d bytes", fr.ErrorCode, len(fr.Records))
 	}
-	if v := e.rm.Partition(tp0()).view(); !slices.Equal(v.isr, []int32{1, 2}) {
+	if v := e.rm.getPartition(tp0()).view(); !slices.Equal(v.isr, []int32{1, 2}) {
 		t.Fatalf("local ISR %v changed before ZooKeeper had it", v.isr)
 	}
 	// A second shrink step does not start a second write for the same partition.
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 
 	release()
 	waitResult(t, shrunk, 5*time.Second)
-	if v := e.rm.Partition(tp0()).view(); !slices.Equal(v.isr, []int32{1}) {
+	if v := e.rm.getPartition(tp0()).view(); !slices.Equal(v.isr, []int32{1}) {
 		t.Fatalf("local ISR %v after the write, want [1]", v.isr)
 	}
 	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1}) {
@@ -97,13 +97,13 @@ func TestK3_LeaderAndIsrDuringIsrWriteWins(t *testing.T) {
 	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1, 2})
 	release()
 	waitResult(t, done, 5*time.Second)
-	v := e.rm.Partition(tp0()).view()
+	v := e.rm.getPartition(tp0()).view()
 	if !slices.Equal(v.isr, []int32{1, 2}) || v.leaderEpoch != 1 {
 		t.Fatalf("after a superseded ISR write: ISR %v epoch %d, want [1 2] at epoch 1", v.isr, v.leaderEpoch)
 	}
 	// The leader keeps the controller's zkVersion, so its next ISR write is not refused.
 	e.clock.Advance(11 * time.Second)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1}) {
 		t.Fatalf("next shrink after the LeaderAndIsr: ISR in ZooKeeper %v, want [1]", isr)
 	}
@@ -112,6 +112,6 @@ func TestK3_LeaderAndIsrDuringIsrWriteWins(t *testing.T) {
 // consumerFetch sends a consumer fetch (replica id -1) at offset without waiting for data.
 func (e *env) consumerFetch(offset int64) chan FetchPartitionResult {
 	ch := make(chan FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}, func(r []FetchPartitionResult) { ch <- r[0] })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}, func(r []FetchPartitionResult) { ch <- r[0] })
 	return ch
 }

@@ -2,6 +2,7 @@ package replicamanager
 
 import (
 	"slices"
+	"time"
 
 	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/sirupsen/logrus"
@@ -11,9 +12,15 @@ import (
 // leaderReads is the read path of a leader: Fetch from consumers and followers (with the
 // delayed fetch of S14.5 and the leader-side replication throttle of issue 4), ListOffsets and
 // OffsetForLeaderEpoch (K1). Follower fetches also record the follower's progress, which may
-// advance the HW. ReplicaManager embeds it.
+// advance the HW. It also reads the local replica whatever its role: ReadLocal (leadership.go)
+// and the debugging ListOffsetsAnyReplica (debug_offsets.go).
 type leaderReads struct {
-	rm *ReplicaManager
+	pool      *partitionPool
+	brokerID  int32
+	now       func() time.Time
+	quota     *replicationQuota // the leader side of the replication throttle (quota.go)
+	purgatory *purgatory
+	log       *logrus.Entry
 }
 
 // fetchRead reads every partition of a fetch once. Consumers read below the HW, followers up to
@@ -28,15 +35,15 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 		remaining = 1<<31 - 1
 	}
 	minOne := true // KIP-74: the first batch is returned whole even when larger than the limits
-	now := lr.rm.now()
+	now := lr.now()
 	results = make([]FetchPartitionResult, len(fp.Partitions))
 	for i, part := range fp.Partitions {
 		r := &results[i]
 		r.TopicPartition = part.TopicPartition
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
-		p := lr.rm.getPartition(part.TopicPartition)
+		p := lr.pool.getPartition(part.TopicPartition)
 		if p == nil {
-			r.ErrorCode = lr.rm.notHostedCode(part.TopicPartition)
+			r.ErrorCode = lr.pool.notHostedCode(part.TopicPartition)
 			errored = true
 			continue
 		}
@@ -59,13 +66,13 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			errored = true
 			continue
 		}
-		hw, leo, logStart := p.highWatermark(), p.log.LogEndOffset(), p.log.LogStartOffset()
+		hw, leo, logStart := p.hw.get(), p.log.LogEndOffset(), p.log.LogStartOffset()
 		throttled := fromFollower && lr.throttledFollowerLocked(p, fp.ReplicaID)
 		// Only an assigned follower reads to the LEO and counts as a follower's progress;
 		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState
 		// fails, withEmptyFetchInfo).
 		unassigned := fromFollower && (p.leader == nil || !p.leader.IsFollower(fp.ReplicaID))
-		logStartChanged := fromFollower && p.followerLogStartChangedLocked(fp.ReplicaID, part.LogStartOffset)
+		logStartChanged := fromFollower && followerLogStartChangedLocked(p, fp.ReplicaID, part.LogStartOffset)
 		p.mu.RUnlock()
 		maxOffset := hw
 		if fromFollower {
@@ -79,10 +86,10 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 		var files record.FileRecords
 		var err error
 		if unassigned {
-			lr.rm.log.WithFields(logrus.Fields{"topic": part.Topic, "partition": part.Partition, "replica": fp.ReplicaID}).
+			lr.log.WithFields(logrus.Fields{"topic": part.Topic, "partition": part.Partition, "replica": fp.ReplicaID}).
 				Warn("fetch from a replica id that is not an assigned follower; answering with no records")
 			records = nil
-		} else if throttled && lr.rm.throttles.leader.IsQuotaExceeded() {
+		} else if throttled && lr.quota.IsQuotaExceeded() {
 			// Issue 4 (shouldLeaderThrottle): a throttled replica outside the ISR gets no records
 			// while the leader quota is exceeded; not an error, its fetch state is still updated.
 			records = nil
@@ -110,7 +117,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			if p.updateFollowerFetchState(fp.ReplicaID, part.FetchOffset, part.LogStartOffset, leo, now) || logStartChanged {
 				// The HW moved: acks=-1 produces and consumer fetches may complete (architecture
 				// step 5); or the follower's log start moved: so may DeleteRecords (low watermark).
-				lr.rm.purgatory.checkAndComplete(part.TopicPartition)
+				lr.purgatory.checkAndComplete(part.TopicPartition)
 			}
 		}
 	}
@@ -121,7 +128,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 // replicaID is not in the ISR and p is listed in leader.replication.throttled.replicas for this
 // broker (with a leader rate set). Callers hold p.mu.
 func (lr *leaderReads) throttledFollowerLocked(p *Partition, replicaID int32) bool {
-	return (p.leader == nil || !p.leader.InISR(replicaID)) && lr.rm.throttles.leader.IsThrottled(p.tp)
+	return (p.leader == nil || !p.leader.InISR(replicaID)) && lr.quota.IsThrottled(p.tp)
 }
 
 // FetchMessages serves a fetch from a consumer or a follower. It answers at once when max_wait is
@@ -132,7 +139,7 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 	results, bytes, errored, throttledBytes := lr.fetchRead(fp, true)
 	minBytes := max(int(fp.MinBytes), 1)
 	if fp.MaxWait <= 0 || len(fp.Partitions) == 0 || bytes >= minBytes || errored {
-		lr.rm.throttles.leader.Record(int64(throttledBytes))
+		lr.quota.Record(int64(throttledBytes))
 		done(results)
 		return
 	}
@@ -145,7 +152,7 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 	op.try = func() bool {
 		ready := false
 		for _, part := range fp.Partitions {
-			p := lr.rm.getPartition(part.TopicPartition)
+			p := lr.pool.getPartition(part.TopicPartition)
 			if p == nil {
 				return true
 			}
@@ -155,7 +162,7 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 			}
 			end := v.hw
 			if fromFollower {
-				if fp.ReplicaID == lr.rm.cfg.BrokerID || !slices.Contains(v.assigned, fp.ReplicaID) {
+				if fp.ReplicaID == lr.brokerID || !slices.Contains(v.assigned, fp.ReplicaID) {
 					continue // never anything to answer but no records (fetchRead)
 				}
 				end = v.leo
@@ -163,8 +170,8 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 			if part.FetchOffset > v.leo || part.FetchOffset < v.logStart {
 				return true // now out of range: answer with the error
 			}
-			if fromFollower && !slices.Contains(v.isr, fp.ReplicaID) && lr.rm.throttles.leader.IsThrottled(part.TopicPartition) &&
-				lr.rm.throttles.leader.IsQuotaExceeded() {
+			if fromFollower && !slices.Contains(v.isr, fp.ReplicaID) && lr.quota.IsThrottled(part.TopicPartition) &&
+				lr.quota.IsQuotaExceeded() {
 				continue // issue 4: throttled data does not complete the delayed fetch (DelayedFetch)
 			}
 			if end > part.FetchOffset {
@@ -182,18 +189,18 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 	}
 	op.complete = func(bool) {
 		results, _, _, throttledBytes := lr.fetchRead(fp, false)
-		lr.rm.throttles.leader.Record(int64(throttledBytes))
+		lr.quota.Record(int64(throttledBytes))
 		done(results)
 	}
-	lr.rm.purgatory.tryCompleteElseWatch(op, fp.MaxWait)
+	lr.purgatory.tryCompleteElseWatch(op, fp.MaxWait)
 }
 
 // leaderPartition returns tp's partition and a consistent view of it when this broker leads it
 // at the client's current_leader_epoch (KIP-320), else the error code to answer.
 func (lr *leaderReads) leaderPartition(tp TopicPartition, currentLeaderEpoch int32) (*Partition, partitionView, int16) {
-	p := lr.rm.getPartition(tp)
+	p := lr.pool.getPartition(tp)
 	if p == nil {
-		return nil, partitionView{}, lr.rm.notHostedCode(tp)
+		return nil, partitionView{}, lr.pool.notHostedCode(tp)
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()

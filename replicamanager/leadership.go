@@ -11,20 +11,20 @@ import (
 // manager's state-change lock held: it must only schedule work, never call back in.
 type LeadershipListener func(leaders, followers []TopicPartition)
 
-// SetLeadershipListener installs the listener (nil removes it).
-func (rm *ReplicaManager) SetLeadershipListener(f LeadershipListener) {
+// setLeadershipListener installs the listener (nil removes it).
+func (c *controllerRequests) setLeadershipListener(f LeadershipListener) {
 	if f == nil {
-		rm.leadership.Store(nil)
+		c.leadership.Store(nil)
 		return
 	}
-	rm.leadership.Store(&f)
+	c.leadership.Store(&f)
 }
 
-func (rm *ReplicaManager) notifyLeadership(leaders, followers []TopicPartition) {
+func (c *controllerRequests) notifyLeadership(leaders, followers []TopicPartition) {
 	if len(leaders) == 0 && len(followers) == 0 {
 		return
 	}
-	if f := rm.leadership.Load(); f != nil {
+	if f := c.leadership.Load(); f != nil {
 		(*f)(leaders, followers)
 	}
 }
@@ -47,8 +47,8 @@ type LocalRead struct {
 // ReadLocal reads the local log of tp whatever this broker's role: whole batches from offset
 // (raised to the log start offset) up to the LEO, at most maxBytes except that the first batch
 // is always whole. The group coordinator loads __consumer_offsets partitions with it.
-func (rm *ReplicaManager) ReadLocal(tp TopicPartition, offset int64, maxBytes int32) (LocalRead, error) {
-	p := rm.getPartition(tp)
+func (lr *leaderReads) ReadLocal(tp TopicPartition, offset int64, maxBytes int32) (LocalRead, error) {
+	p := lr.pool.getPartition(tp)
 	if p == nil {
 		return LocalRead{LogStartOffset: -1, LogEndOffset: -1}, fmt.Errorf("replicamanager: %s-%d is not hosted", tp.Topic, tp.Partition)
 	}

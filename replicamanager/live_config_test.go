@@ -114,7 +114,7 @@ func TestLiveConfigConcurrent(t *testing.T) {
 	run(200, func(i int) { e.gauge("kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount") })
 	run(20, func(i int) {
 		tp := TopicPartition{Topic: "t", Partition: int32(i + 1)}
-		if _, err := e.rm.getOrCreatePartition(tp); err != nil {
+		if err := e.rm.createPartitions([]TopicPartition{tp})[tp]; err != nil {
 			t.Error(err)
 		}
 	})

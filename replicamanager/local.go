@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
@@ -13,16 +15,22 @@ import (
 // (S17–S21, K1). Every call checks that the partition is still a follower; the partition's lock
 // serialises fetcher appends with makeLeader/makeFollower.
 
-// followerReplicas implements fetcher.Local over the partitions this broker follows.
-// ReplicaManager embeds it and hands itself to the fetcher manager.
+// followerReplicas implements fetcher.Local over the partitions this broker follows; the replica
+// manager hands it to the fetcher manager.
 type followerReplicas struct {
-	rm *ReplicaManager
+	pool *partitionPool
+	logs *logstore.Manager // checkpoints a log start offset raised by the leader's
+	log  *logrus.Entry
 }
+
+// Followers report their log start offset in their fetches (the low watermark of DeleteRecords
+// needs it).
+var _ fetcher.LogStartOffsetter = (*followerReplicas)(nil)
 
 // withFollower runs f on tp's partition under its lock (write lock when write), failing with
 // ErrNotFollower if this broker does not follow the partition (any more).
 func (fr *followerReplicas) withFollower(tp TopicPartition, write bool, f func(p *Partition) error) error {
-	p := fr.rm.getPartition(tp)
+	p := fr.pool.getPartition(tp)
 	if p == nil {
 		return notFollowerf(tp, "is not hosted")
 	}
@@ -80,7 +88,7 @@ func (fr *followerReplicas) LogStartOffset(tp TopicPartition) (start int64, err 
 // HighWatermark returns the follower's HW.
 func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err error) {
 	err = fr.withFollower(tp, false, func(p *Partition) error {
-		hw = p.highWatermark()
+		hw = p.hw.get()
 		return nil
 	})
 	return hw, err
@@ -89,7 +97,7 @@ func (fr *followerReplicas) HighWatermark(tp TopicPartition) (hw int64, err erro
 // TruncateTo truncates the follower's log (K1's epoch truncation, S19); the HW follows it down.
 func (fr *followerReplicas) TruncateTo(tp TopicPartition, offset int64) error {
 	return fr.withFollower(tp, true, func(p *Partition) error {
-		return p.truncated(func() error { return p.log.TruncateTo(offset) })
+		return truncated(p, func() error { return p.log.TruncateTo(offset) })
 	})
 }
 
@@ -126,7 +134,7 @@ func (pt *preparedTruncation) Commit() error {
 			return notFollowerf(pt.tp, "was re-created")
 		}
 		committed = true
-		return p.truncated(func() error { return pt.prep.Commit() })
+		return truncated(p, func() error { return pt.prep.Commit() })
 	})
 	if !committed {
 		pt.prep.Abort()
@@ -137,19 +145,19 @@ func (pt *preparedTruncation) Commit() error {
 // Abort drops the prepared truncation.
 func (pt *preparedTruncation) Abort() { pt.prep.Abort() }
 
-// truncated runs truncate, a truncation of the follower's log (p.mu held for writing), and
+// truncated runs truncate, a truncation of the follower p's log (p.mu held for writing), and
 // makes the HW follow the LEO down.
-func (p *Partition) truncated(truncate func() error) error {
+func truncated(p *Partition, truncate func() error) error {
 	before := p.log.LogEndOffset()
 	if err := truncate(); err != nil {
 		return err
 	}
 	after := p.log.LogEndOffset()
-	p.setFollowerHW(min(p.highWatermark(), after))
+	p.hw.set(min(p.hw.get(), after))
 	if after < before {
 		p.logger().WithFields(map[string]any{"from": before, "to": after}).Info("truncated follower log")
 		p.record(replevents.Event{Kind: replevents.Truncate, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-			FromOffset: before, ToOffset: after, HighWatermark: p.highWatermark()})
+			FromOffset: before, ToOffset: after, HighWatermark: p.hw.get()})
 	}
 	return nil
 }
@@ -161,7 +169,7 @@ func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset in
 		if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 			return err
 		}
-		p.setFollowerHW(offset)
+		p.hw.set(offset)
 		p.logger().WithField("logStartOffset", offset).Info("emptied follower log; restarting at the leader's log start offset")
 		p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
 			FromOffset: before, ToOffset: offset, HighWatermark: offset})
@@ -176,7 +184,7 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 	startMoved := false
 	defer func() {
 		if startMoved {
-			fr.rm.checkpointLogStartOffsets() // a DeleteRecords on the leader: keep it across a restart
+			checkpointLogStartOffsets(fr.logs, fr.log) // a DeleteRecords on the leader: keep it across a restart
 		}
 	}()
 	err = fr.withFollower(tp, true, func(p *Partition) error {
@@ -200,7 +208,7 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 			startMoved = p.log.LogStartOffset() > before
 			p.logger().WithFields(map[string]any{"from": before, "to": p.log.LogStartOffset()}).Info("incremented log start offset to the leader's")
 		}
-		p.setFollowerHW(max(min(leaderHW, leo), p.log.LogStartOffset()))
+		p.hw.set(max(min(leaderHW, leo), p.log.LogStartOffset()))
 		return nil
 	})
 	return leo, err
@@ -227,7 +235,7 @@ func restartEmptyLogAtBatch(p *Partition, records []byte) bool {
 		p.logger().WithError(err).Error("restarting the empty follower log at the fetched batch")
 		return false
 	}
-	p.setFollowerHW(first)
+	p.hw.set(first)
 	p.logger().WithFields(map[string]any{"baseOffset": first, "logStartOffset": leo}).
 		Info("first fetched batch starts below the empty follower log's start; restarting the log at its first offset")
 	p.record(replevents.Event{Kind: replevents.TruncateFully, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,

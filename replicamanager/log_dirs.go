@@ -29,10 +29,10 @@ type ReplicaInfo struct {
 
 // DescribeLogDirs describes every log dir with the logs of the partitions want accepts
 // (want == nil: every log).
-func (rm *ReplicaManager) DescribeLogDirs(want func(TopicPartition) bool) []LogDirInfo {
-	byDir := rm.logs.LogsByDir()
+func (d *logDirs) DescribeLogDirs(want func(TopicPartition) bool) []LogDirInfo {
+	byDir := d.logs.LogsByDir()
 	offline := map[string]bool{}
-	for _, d := range rm.logs.OfflineLogDirs() {
+	for _, d := range d.logs.OfflineLogDirs() {
 		offline[d] = true
 	}
 	out := make([]LogDirInfo, 0, len(byDir))
@@ -47,7 +47,7 @@ func (rm *ReplicaManager) DescribeLogDirs(want func(TopicPartition) bool) []LogD
 			if want != nil && !want(tp) {
 				continue
 			}
-			info.Replicas[tp] = ReplicaInfo{Size: l.Size(), OffsetLag: rm.logEndOffsetLag(tp, l)}
+			info.Replicas[tp] = ReplicaInfo{Size: l.Size(), OffsetLag: d.logEndOffsetLag(tp, l)}
 		}
 		out = append(out, info)
 	}
@@ -55,10 +55,10 @@ func (rm *ReplicaManager) DescribeLogDirs(want func(TopicPartition) bool) []LogD
 }
 
 // logEndOffsetLag is Kafka's getLogEndOffsetLag for a current (not future) log.
-func (rm *ReplicaManager) logEndOffsetLag(tp TopicPartition, l *logstore.Log) int64 {
-	p := rm.getPartition(tp)
+func (d *logDirs) logEndOffsetLag(tp TopicPartition, l *logstore.Log) int64 {
+	p := d.pool.getPartition(tp)
 	if p == nil || p.log != l {
 		return -1
 	}
-	return max(p.highWatermark()-l.LogEndOffset(), 0)
+	return max(p.hw.get()-l.LogEndOffset(), 0)
 }

@@ -3,9 +3,12 @@ package replicamanager
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // Offline log dirs (Kafka's ReplicaManager.handleLogDirFailure, KIP-112; docs/kafka-facts.md
@@ -25,34 +28,46 @@ type LogDirFailureNotifier interface {
 	PropagateLogDirEvent() error
 }
 
-// SetAllLogDirsOffline installs what to do when no log dir is online any more (main: shut the
-// broker down, as Kafka's "Shutdown broker because all log dirs ... have failed").
-func (rm *ReplicaManager) SetAllLogDirsOffline(f func(dirs []string)) { rm.allDirsOffline.Store(&f) }
+// logDirs is the log-dir side of the replica manager: DescribeLogDirs (log_dirs.go) and the
+// handling of offline log dirs.
+type logDirs struct {
+	pool      *partitionPool
+	logs      *logstore.Manager
+	log       *logrus.Entry
+	fetcher   fetcherManager
+	purgatory *purgatory
+	// ctl serialises taking partitions offline with the controller's requests (its state
+	// change lock) and tells the leadership listener.
+	ctl *controllerRequests
+	// notifier tells the controller about an offline log dir (nil: no one to tell) and
+	// allDirsOffline shuts the broker down when none is left; set by main.
+	notifier       LogDirFailureNotifier
+	allDirsOffline atomic.Pointer[func(dirs []string)]
+}
 
 // watchLogDirFailures handles each log dir that goes offline until ctx is done (Kafka's
 // LogDirFailureHandler thread).
-func (rm *ReplicaManager) watchLogDirFailures(ctx context.Context) {
-	defer rm.wg.Done()
+func (d *logDirs) watchLogDirFailures(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case dir := <-rm.logs.LogDirFailures():
-			rm.handleLogDirFailure(dir)
+		case dir := <-d.logs.LogDirFailures():
+			d.handleLogDirFailure(dir)
 		}
 	}
 }
 
 // handleLogDirFailure takes the partitions whose logs are in the offline dir offline, tells the
 // controller, and shuts the broker down when no dir is left.
-func (rm *ReplicaManager) handleLogDirFailure(dir string) {
-	log := rm.log.WithFields(logrus.Fields{"component": "state-change", "logDir": dir})
+func (d *logDirs) handleLogDirFailure(dir string) {
+	log := d.log.WithFields(logrus.Fields{"component": "state-change", "logDir": dir})
 	log.Warn("stopping serving replicas in the offline log dir")
-	rm.stateChangeLock.Lock()
+	d.ctl.stateChangeLock.Lock()
 	var offline []TopicPartition
 	var parts []*Partition
-	for _, p := range rm.allPartitions() {
-		if p.log.Offline() && p.markOffline() {
+	for _, p := range d.pool.allPartitions() {
+		if p.log.Offline() && markOffline(p) {
 			offline = append(offline, p.tp)
 			parts = append(parts, p)
 		}
@@ -63,35 +78,35 @@ func (rm *ReplicaManager) handleLogDirFailure(dir string) {
 		}
 		return offline[i].Partition < offline[j].Partition
 	})
-	rm.fetcher.RemoveFetcherForPartitions(offline)
-	rm.stateChangeLock.Unlock()
+	d.fetcher.RemoveFetcherForPartitions(offline)
+	d.ctl.stateChangeLock.Unlock()
 	for _, tp := range offline {
-		rm.purgatory.checkAndComplete(tp) // parked produces answer KAFKA_STORAGE_ERROR
+		d.purgatory.checkAndComplete(tp) // parked produces answer KAFKA_STORAGE_ERROR
 	}
-	rm.notifyLeadership(nil, offline)
+	d.ctl.notifyLeadership(nil, offline)
 	l := log.WithField("partitions", len(parts))
 	if len(offline) > 0 {
 		l = l.WithField("topic", offline[0].Topic).WithField("partition", offline[0].Partition)
 	}
 	l.Warn("stopped fetchers and marked offline the partitions of the offline log dir (topic and partition: the first)")
-	if rm.logDirNotifier != nil {
-		if err := rm.logDirNotifier.PropagateLogDirEvent(); err != nil {
+	if d.notifier != nil {
+		if err := d.notifier.PropagateLogDirEvent(); err != nil {
 			log.WithError(err).Error("telling the controller about the offline log dir failed")
 		}
 	}
-	if rm.logs.LiveLogDirs() == 0 {
-		dirs := rm.logs.OfflineLogDirs()
-		rm.log.WithField("logDirs", dirs).Error("all log dirs have failed: shutting the broker down")
-		if f := rm.allDirsOffline.Load(); f != nil {
+	if d.logs.LiveLogDirs() == 0 {
+		dirs := d.logs.OfflineLogDirs()
+		d.log.WithField("logDirs", dirs).Error("all log dirs have failed: shutting the broker down")
+		if f := d.allDirsOffline.Load(); f != nil {
 			(*f)(dirs)
 		}
 	}
 }
 
-// markOffline makes the partition offline (Kafka's HostedPartition.Offline): no longer leader
+// markOffline makes the partition p offline (Kafka's HostedPartition.Offline): no longer leader
 // or follower, so it serves nothing and writes no ISR change. It returns false when it was
 // offline already.
-func (p *Partition) markOffline() bool {
+func markOffline(p *Partition) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.offline {

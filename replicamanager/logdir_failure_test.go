@@ -49,18 +49,16 @@ func newTwoDirEnv(t *testing.T) (*env, *logstore.Manager, []string, *dirNotifier
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	coord := &dirNotifier{fakeCoord: newFakeCoord()}
 	reg := metrics.NewRegistry()
-	rm := New(Config{BrokerID: 1, ReplicaLagTimeMax: 10 * time.Second, MinInsyncReplicas: 1,
-		LogDefaults: logstore.DefaultConfig(), Registry: reg, Log: lg, Now: c.Now}, logs, coord)
-	rm.fetcher.Close()
 	ff := &fakeFetchers{}
-	rm.fetcher = ff
+	rm := newReplicaManager(Config{BrokerID: 1, ReplicaLagTimeMax: 10 * time.Second, MinInsyncReplicas: 1,
+		LogDefaults: logstore.DefaultConfig(), Registry: reg, Log: lg, Now: c.Now}, logs, coord, ff)
 	t.Cleanup(rm.Shutdown)
 	return &env{rm: rm, coord: coord.fakeCoord, fetch: ff, clock: c, reg: reg}, logs, dirs, coord
 }
 
 func produceTo(e *env, tp TopicPartition, acks int16) chan ProduceResult {
 	ch := make(chan ProduceResult, 1)
-	e.rm.AppendRecords(5*time.Second, acks, map[TopicPartition][]byte{tp: makeBatch(1, "v")}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp] })
+	e.rm.Requests().AppendRecords(5*time.Second, acks, map[TopicPartition][]byte{tp: makeBatch(1, "v")}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp] })
 	return ch
 }
 
@@ -75,7 +73,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 	var shutdownMu sync.Mutex
 	e.rm.SetAllLogDirsOffline(func(d []string) { shutdownMu.Lock(); shutdownDirs = d; shutdownMu.Unlock() })
 	t0, t1, t2 := TopicPartition{Topic: "t", Partition: 0}, TopicPartition{Topic: "t", Partition: 1}, TopicPartition{Topic: "t", Partition: 2}
-	res := e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
+	res := e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
 		Partitions: []PartitionState{
 			{TopicPartition: t0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}, Replicas: []int32{1, 2}, IsNew: true},
 			{TopicPartition: t1, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 0, ISR: []int32{1}, Replicas: []int32{1}, IsNew: true},
@@ -106,7 +104,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 	}
 	logs.MarkLogDirOffline(dirs[0], syscall.EIO)
 	deadline := time.Now().Add(5 * time.Second)
-	for !e.rm.Partition(t0).isOffline() || !e.rm.Partition(t2).isOffline() || notifier.count() == 0 {
+	for !e.rm.getPartition(t0).isOffline() || !e.rm.getPartition(t2).isOffline() || notifier.count() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the partitions of the offline dir did not go offline, or the controller was not told")
 		}
@@ -122,7 +120,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 		t.Fatalf("produce to the offline partition: %d, want KAFKA_STORAGE_ERROR", r.ErrorCode)
 	}
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: t0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: t0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	if fr := waitResult(t, ch, time.Second)[0]; fr.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("fetch from the offline partition: %d, want KAFKA_STORAGE_ERROR", fr.ErrorCode)
 	}
@@ -141,7 +139,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 
 	// The controller's LeaderAndIsr (a log dir event makes it send one for every replica).
 	x0, y0 := TopicPartition{Topic: "x", Partition: 0}, TopicPartition{Topic: "y", Partition: 0}
-	res = e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
+	res = e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
 		Partitions: []PartitionState{
 			{TopicPartition: t0, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}},
 			{TopicPartition: t1, ControllerEpoch: 1, Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1}},
@@ -162,7 +160,7 @@ func TestLogDirFailureTakesItsPartitionsOffline(t *testing.T) {
 		t.Fatalf("new partition in %s, want the online dir", logs.Get(y0).Dir())
 	}
 
-	for _, info := range e.rm.DescribeLogDirs(nil) {
+	for _, info := range e.rm.Requests().DescribeLogDirs(nil) {
 		switch info.Dir {
 		case dirs[0]:
 			if info.ErrorCode != kerr.KafkaStorageError.Code || len(info.Replicas) != 0 {

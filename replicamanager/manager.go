@@ -1,11 +1,9 @@
 package replicamanager
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
@@ -64,25 +62,69 @@ type rmMetrics struct {
 	failedIsrUpdates metrics.Meter
 }
 
-// ReplicaManager owns the partitions hosted by this broker. It holds the partition map and
-// what every path shares (logs, fetcher manager, purgatory, throttles, metrics) and embeds one
-// type per request path: controllerRequests (LeaderAndIsr, StopReplica; controller_requests.go),
-// leaderReads (Fetch, ListOffsets, OffsetForLeaderEpoch; leader_reads.go) and followerReplicas
-// (fetcher.Local; local.go). The produce path is produce.go, the background tasks tasks.go.
+// partitionPool is Kafka's allPartitions: the partitions hosted here, and the metadata lookup
+// that tells a partition the cluster knows (NOT_LEADER_OR_FOLLOWER) from an unknown one
+// (UNKNOWN_TOPIC_OR_PARTITION). The ReplicaManager and its request paths share it.
+type partitionPool struct {
+	mu         sync.RWMutex // guards partitions and controllerRequests.controllerEpoch
+	partitions map[TopicPartition]*Partition
+
+	// knownPartition tells whether the cluster metadata knows tp; set by the broker.
+	knownPartition atomic.Pointer[func(TopicPartition) bool]
+}
+
+func (pp *partitionPool) getPartition(tp TopicPartition) *Partition {
+	pp.mu.RLock()
+	defer pp.mu.RUnlock()
+	return pp.partitions[tp]
+}
+
+func (pp *partitionPool) allPartitions() []*Partition {
+	pp.mu.RLock()
+	defer pp.mu.RUnlock()
+	out := make([]*Partition, 0, len(pp.partitions))
+	for _, p := range pp.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
+// notHostedCode is the error for a partition this broker does not host.
+func (pp *partitionPool) notHostedCode(tp TopicPartition) int16 {
+	if f := pp.knownPartition.Load(); f != nil && (*f)(tp) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+
+// ReplicaManager owns the partitions hosted by this broker (Kafka's ReplicaManager): the
+// partition pool, the live configs every topic's effective config derives from
+// (live_config.go) and the creation of partitions. The request paths are types of their own,
+// each holding its own state and what it uses (not the ReplicaManager):
+//
+//	controllerRequests  LeaderAndIsr, StopReplica, the epoch fences (controller_requests.go)
+//	leaderReads         Fetch, ListOffsets, OffsetForLeaderEpoch, local reads (leader_reads.go)
+//	appender            Produce and the delayed produce (produce.go)
+//	followerReplicas    fetcher.Local, the follower side the fetchers drive (local.go)
+//	deleteRecords       DeleteRecords and the low watermark (delete_records.go)
+//	logDirs             DescribeLogDirs and the offline log dirs (log_dirs.go, logdir_failure.go)
+//	backgroundTasks     the ISR-shrink task and the HW checkpoint (tasks.go)
+//	localView           the replication page's Snapshot (snapshot.go)
+//
+// Requests (requests.go) is what the broker, the group coordinator and the replication page
+// call.
 type ReplicaManager struct {
-	controllerRequests
-	leaderReads
-	followerReplicas
+	// The pool is embedded for its fields: live_config.go reads rm.mu and rm.partitions.
+	*partitionPool
 
 	cfg     Config
 	log     *logrus.Entry
 	logs    *logstore.Manager
-	isr     IsrWriter
 	topics  TopicConfigSource
 	fetcher fetcherManager
 	metrics rmMetrics
-	// topicStats holds the BrokerTopicMetrics (topic_stats.go).
-	topicStats *BrokerTopicStats
+	// penv is what every hosted partition shares (partition.go).
+	penv *partitionEnv
 
 	// throttles holds the replication throttles (issue 4, quota.go).
 	throttles *throttles
@@ -90,76 +132,82 @@ type ReplicaManager struct {
 	// live_config.go).
 	live liveConfigs
 
-	// knownPartition tells whether the cluster metadata knows tp (NOT_LEADER_OR_FOLLOWER versus
-	// UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted here); set by the broker.
-	knownPartition atomic.Pointer[func(TopicPartition) bool]
-	// leadership is told about leadership changes (leadership.go); set by main.
-	leadership atomic.Pointer[LeadershipListener]
-	// aliveBroker tells whether a broker is live (the low watermark of DeleteRecords counts
-	// only followers on live brokers, delete_records.go); set by main.
-	aliveBroker atomic.Pointer[func(int32) bool]
-	// logDirNotifier tells the controller about an offline log dir and allDirsOffline shuts
-	// the broker down when none is left (logdir_failure.go).
-	logDirNotifier LogDirFailureNotifier
-	allDirsOffline atomic.Pointer[func(dirs []string)]
-
-	mu         sync.RWMutex // guards partitions and controllerRequests.controllerEpoch
-	partitions map[TopicPartition]*Partition
-
-	purgatory *purgatory
-	// warnings rate-limits the request path's repeated warnings (docs/logging.md).
-	warnings *ratelog.Limiter
-
-	startOnce sync.Once
-	stopOnce  sync.Once
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	ctl       *controllerRequests
+	reads     *leaderReads
+	produce   *appender
+	followers *followerReplicas
+	deletes   *deleteRecords
+	dirs      *logDirs
+	tasks     *backgroundTasks
+	requests  *Requests
 }
 
 // New builds a replica manager over logs. coord may be nil in tests that never change the ISR.
 func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager {
+	return newReplicaManager(cfg, logs, coord, nil)
+}
+
+// newReplicaManager is New with the fetcher manager fm (nil: fetcher.NewManager's; tests pass
+// fakes).
+func newReplicaManager(cfg Config, logs *logstore.Manager, coord Coordinator, fm fetcherManager) *ReplicaManager {
 	cfg.setDefaults()
+	pool := &partitionPool{partitions: make(map[TopicPartition]*Partition)}
 	rm := &ReplicaManager{
-		cfg:        cfg,
-		log:        logrus.NewEntry(logrus.StandardLogger()).WithField("brokerId", cfg.BrokerID),
-		logs:       logs,
-		partitions: make(map[TopicPartition]*Partition),
-		purgatory:  newPurgatory(),
-		warnings:   ratelog.New(ratelog.DefaultInterval, cfg.Now),
+		partitionPool: pool,
+		cfg:           cfg,
+		log:           logrus.NewEntry(logrus.StandardLogger()).WithField("brokerId", cfg.BrokerID),
+		logs:          logs,
 	}
 	if l, ok := cfg.Log.(*logrus.Entry); ok {
 		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	} else if l, ok := cfg.Log.(*logrus.Logger); ok {
 		rm.log = l.WithField("brokerId", cfg.BrokerID)
 	}
+	var isr IsrWriter
 	if coord != nil {
-		rm.isr = coord
+		isr = coord
 		rm.topics = coord
 	}
-	if n, ok := coord.(LogDirFailureNotifier); ok {
-		rm.logDirNotifier = n
-	}
-	rm.controllerRequests.rm = rm
-	rm.leaderReads.rm = rm
-	rm.followerReplicas.rm = rm
-	rm.brokerEpoch.Store(-1)
-	rm.registerMetrics()
+	notifier, _ := coord.(LogDirFailureNotifier)
+	purg := newPurgatory()
+	// warnings rate-limits the request path's repeated warnings (docs/logging.md).
+	warnings := ratelog.New(ratelog.DefaultInterval, cfg.Now)
+	var topicStats *BrokerTopicStats
+	rm.metrics, topicStats = registerMetrics(cfg.Registry, pool)
+	rm.penv = &partitionEnv{brokerID: cfg.BrokerID, lagTimeMax: cfg.ReplicaLagTimeMax, now: cfg.Now, log: rm.log,
+		warnings: warnings, metrics: &rm.metrics, isr: isr, events: cfg.Events}
 	rm.initLiveConfigs()
 	rm.throttles = newThrottles(cfg.BrokerID, cfg.Now, rm.log, cfg.Registry)
-	rm.fetcher = fetcher.NewManager(fetcher.Config{
-		BrokerID:              cfg.BrokerID,
-		NumFetchers:           cfg.NumReplicaFetchers,
-		FetchWaitMax:          cfg.ReplicaFetchWaitMax,
-		FetchBackoff:          cfg.ReplicaFetchBackoff,
-		SocketTimeout:         cfg.ReplicaSocketTimeout,
-		FetchMinBytes:         cfg.ReplicaFetchMinBytes,
-		FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
-		FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
-		LocalAddr:             cfg.LocalAddr,
-		Registry:              cfg.Registry,
-		Log:                   rm.log,
-		Quota:                 rm.throttles.follower,
-	}, rm)
+	rm.followers = &followerReplicas{pool: pool, logs: logs, log: rm.log}
+	rm.fetcher = fm
+	if fm == nil {
+		rm.fetcher = fetcher.NewManager(fetcher.Config{
+			BrokerID:              cfg.BrokerID,
+			NumFetchers:           cfg.NumReplicaFetchers,
+			FetchWaitMax:          cfg.ReplicaFetchWaitMax,
+			FetchBackoff:          cfg.ReplicaFetchBackoff,
+			SocketTimeout:         cfg.ReplicaSocketTimeout,
+			FetchMinBytes:         cfg.ReplicaFetchMinBytes,
+			FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
+			FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
+			LocalAddr:             cfg.LocalAddr,
+			Registry:              cfg.Registry,
+			Log:                   rm.log,
+			Quota:                 rm.throttles.follower,
+		}, rm.followers)
+	}
+	rm.ctl = &controllerRequests{pool: pool, brokerID: cfg.BrokerID, log: rm.log, warnings: warnings, logs: logs,
+		fetcher: rm.fetcher, purgatory: purg, now: cfg.Now, topicStats: topicStats, createPartitions: rm.createPartitions}
+	rm.ctl.brokerEpoch.Store(-1)
+	rm.reads = &leaderReads{pool: pool, brokerID: cfg.BrokerID, now: cfg.Now, quota: rm.throttles.leader, purgatory: purg, log: rm.log}
+	rm.produce = &appender{pool: pool, purgatory: purg, topicStats: topicStats, now: cfg.Now}
+	rm.deletes = &deleteRecords{pool: pool, purgatory: purg, logs: logs, log: rm.log}
+	rm.dirs = &logDirs{pool: pool, logs: logs, log: rm.log, fetcher: rm.fetcher, purgatory: purg, ctl: rm.ctl, notifier: notifier}
+	rm.tasks = &backgroundTasks{pool: pool, purgatory: purg, logs: logs, log: rm.log, now: cfg.Now, fetcher: rm.fetcher, dirs: rm.dirs,
+		shrinkEvery: cfg.ReplicaLagTimeMax / 2, checkpointEvery: cfg.HighWatermarkCheckpointInterval}
+	view := &localView{pool: pool, ctl: rm.ctl, fetcher: rm.fetcher, events: cfg.Events, brokerID: cfg.BrokerID,
+		lagTimeMax: cfg.ReplicaLagTimeMax, now: cfg.Now}
+	rm.requests = &Requests{ctl: rm.ctl, reads: rm.reads, produce: rm.produce, deletes: rm.deletes, dirs: rm.dirs, view: view, topicStats: topicStats}
 	// Issue 4: the replication throttles follow the dynamic configs; issue 12: so do the topic
 	// configs and the dynamic broker configs (last: the source may call back at once).
 	if d, ok := coord.(DynamicConfigSource); ok {
@@ -171,19 +219,20 @@ func New(cfg Config, logs *logstore.Manager, coord Coordinator) *ReplicaManager 
 	return rm
 }
 
-func (rm *ReplicaManager) registerMetrics() {
-	reg := rm.cfg.Registry
+// registerMetrics registers the replica manager's meters and gauges in reg (the gauges count
+// pool's partitions) and the BrokerTopicMetrics.
+func registerMetrics(reg metrics.Registry, pool *partitionPool) (rmMetrics, *BrokerTopicStats) {
 	meter := func(name string) metrics.Meter { return metrics.GetOrRegisterMeter(name, reg) }
-	rm.metrics = rmMetrics{
+	m := rmMetrics{
 		isrShrinks:       meter("kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"),
 		isrExpands:       meter("kafka.server:type=ReplicaManager,name=IsrExpandsPerSec"),
 		failedIsrUpdates: meter("kafka.server:type=ReplicaManager,name=FailedIsrUpdatesPerSec"),
 	}
-	rm.topicStats = NewBrokerTopicStats(reg)
+	topicStats := NewBrokerTopicStats(reg)
 	gauge := func(name string, f func(v partitionView) bool) {
 		g := metrics.NewFunctionalGauge(func() int64 {
 			var n int64
-			for _, p := range rm.allPartitions() {
+			for _, p := range pool.allPartitions() {
 				if f(p.view()) {
 					n++
 				}
@@ -207,63 +256,58 @@ func (rm *ReplicaManager) registerMetrics() {
 	// KIP-112: partitions whose log dir went offline (Kafka's offlinePartitionsIterator).
 	_ = reg.Register(OfflineReplicaCountMetric, metrics.NewFunctionalGauge(func() int64 {
 		var n int64
-		for _, p := range rm.allPartitions() {
+		for _, p := range pool.allPartitions() {
 			if p.isOffline() {
 				n++
 			}
 		}
 		return n
 	}))
+	return m, topicStats
 }
+
+// Requests returns the request paths the broker, the group coordinator and the replication
+// page call (requests.go).
+func (rm *ReplicaManager) Requests() *Requests { return rm.requests }
+
+// Start runs the background tasks (tasks.go).
+func (rm *ReplicaManager) Start() { rm.tasks.start() }
+
+// Shutdown stops fetchers and background tasks and writes a final HW checkpoint.
+func (rm *ReplicaManager) Shutdown() { rm.tasks.shutdown() }
 
 // OfflineReplicaCountMetric counts this broker's partitions on offline log dirs (KIP-112).
 const OfflineReplicaCountMetric = "kafka.server:type=ReplicaManager,name=OfflineReplicaCount"
 
 // SetKnownPartition installs the metadata lookup used to tell NOT_LEADER_OR_FOLLOWER from
 // UNKNOWN_TOPIC_OR_PARTITION for partitions this broker does not host.
-func (rm *ReplicaManager) SetKnownPartition(f func(TopicPartition) bool) { rm.knownPartition.Store(&f) }
-
-func (rm *ReplicaManager) now() time.Time { return rm.cfg.Now() }
-
-func (rm *ReplicaManager) getPartition(tp TopicPartition) *Partition {
-	rm.mu.RLock()
-	defer rm.mu.RUnlock()
-	return rm.partitions[tp]
+func (rm *ReplicaManager) SetKnownPartition(f func(TopicPartition) bool) {
+	rm.partitionPool.knownPartition.Store(&f)
 }
 
-// Partition returns the hosted partition, or nil.
-func (rm *ReplicaManager) Partition(tp TopicPartition) *Partition { return rm.getPartition(tp) }
+// SetBrokerEpoch records this broker's epoch (the czxid of its registration, KIP-380).
+func (rm *ReplicaManager) SetBrokerEpoch(epoch int64) { rm.ctl.brokerEpoch.Store(epoch) }
 
-func (rm *ReplicaManager) allPartitions() []*Partition {
-	rm.mu.RLock()
-	defer rm.mu.RUnlock()
-	out := make([]*Partition, 0, len(rm.partitions))
-	for _, p := range rm.partitions {
-		out = append(out, p)
-	}
-	return out
+// SetLeadershipListener installs the listener of leadership changes (nil removes it;
+// leadership.go).
+func (rm *ReplicaManager) SetLeadershipListener(f LeadershipListener) {
+	rm.ctl.setLeadershipListener(f)
 }
 
-// notHostedCode is the error for a partition this broker does not host.
-func (rm *ReplicaManager) notHostedCode(tp TopicPartition) int16 {
-	if f := rm.knownPartition.Load(); f != nil && (*f)(tp) {
-		return kerr.NotLeaderForPartition.Code
-	}
-	return kerr.UnknownTopicOrPartition.Code
-}
+// SetAliveBroker installs the liveness lookup (the metadata cache's live brokers): only the
+// followers on live brokers count in the low watermark of DeleteRecords (delete_records.go).
+func (rm *ReplicaManager) SetAliveBroker(f func(id int32) bool) { rm.deletes.aliveBroker.Store(&f) }
 
-// getOrCreatePartition creates the local replica and its log on the first LeaderAndIsr naming
-// it, with the topic's current effective config (live_config.go): the overrides read from
-// ZooKeeper now, unless the dynamic config listener delivered the topic meanwhile.
-func (rm *ReplicaManager) getOrCreatePartition(tp TopicPartition) (*Partition, error) {
-	if p := rm.getPartition(tp); p != nil {
-		return p, nil
-	}
-	return rm.createPartition(tp, rm.readTopicConfig(tp.Topic))
+// SetAllLogDirsOffline installs what to do when no log dir is online any more (main: shut the
+// broker down, as Kafka's "Shutdown broker because all log dirs ... have failed";
+// logdir_failure.go).
+func (rm *ReplicaManager) SetAllLogDirsOffline(f func(dirs []string)) {
+	rm.dirs.allDirsOffline.Store(&f)
 }
 
 // readTopicConfig reads topic's overrides (once per topic of a LeaderAndIsr, not per
-// partition) and returns its effective config.
+// partition) and returns its effective config (live_config.go): the overrides read from
+// ZooKeeper now, unless the dynamic config listener delivered the topic meanwhile.
 func (rm *ReplicaManager) readTopicConfig(topic string) topicConfig {
 	rm.live.mu.Lock()
 	seen := rm.live.deliveries[topic]
@@ -290,18 +334,6 @@ func (rm *ReplicaManager) readTopicConfig(topic string) topicConfig {
 	return rm.topicOverridesOn(rm.live.base, topic, overrides)
 }
 
-// createPartition creates tp's log (or opens the existing one) and its partition with config tc.
-func (rm *ReplicaManager) createPartition(tp TopicPartition, tc topicConfig) (*Partition, error) {
-	if p := rm.getPartition(tp); p != nil {
-		return p, nil
-	}
-	l, err := rm.logs.GetOrCreate(tp, tc.log)
-	if err != nil {
-		return nil, err
-	}
-	return rm.addPartition(tp, l, tc), nil
-}
-
 // addPartition registers the partition of tp's log l (created or opened) with config tc, or
 // returns the one registered meanwhile.
 func (rm *ReplicaManager) addPartition(tp TopicPartition, l *logstore.Log, tc topicConfig) *Partition {
@@ -318,7 +350,7 @@ func (rm *ReplicaManager) addPartition(tp TopicPartition, l *logstore.Log, tc to
 	if cur, ok := rm.live.topics[tp.Topic]; ok {
 		tc = rm.topicOverridesOn(rm.live.base, tp.Topic, cur)
 	}
-	p := &Partition{tp: tp, rm: rm, log: l, leaderID: -1, leaderEpoch: -1, hw: hw, cfg: tc}
+	p := &Partition{tp: tp, env: rm.penv, log: l, leaderID: -1, leaderEpoch: -1, hw: highWatermark{v: hw}, cfg: tc}
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if existing := rm.partitions[tp]; existing != nil {
@@ -329,10 +361,11 @@ func (rm *ReplicaManager) addPartition(tp TopicPartition, l *logstore.Log, tc to
 	return p
 }
 
-// createPartitions creates the missing partitions of tps: each topic's config is read once,
-// then the logs are created on a bounded worker pool with one directory fsync for all
-// (logstore's GetOrCreateAll; docs/performance.md, "Controller at scale"). It returns the
-// errors of the partitions that could not be created.
+// createPartitions creates the missing partitions of tps (the first LeaderAndIsr naming each)
+// with their topic's current effective config: each topic's config is read once, then the logs
+// are created (or the existing ones opened) on a bounded worker pool with one directory fsync
+// for all (logstore's GetOrCreateAll; docs/performance.md, "Controller at scale"). It returns
+// the errors of the partitions that could not be created.
 func (rm *ReplicaManager) createPartitions(tps []TopicPartition) map[TopicPartition]error {
 	var missing []TopicPartition
 	var cfgs []logstore.Config

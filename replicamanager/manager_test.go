@@ -21,12 +21,12 @@ func TestRF1LeaderProduceFetchHWIsLEO(t *testing.T) {
 	if r.ErrorCode != 0 || r.BaseOffset != 5 {
 		t.Fatalf("produce acks=-1 at RF=1: %+v", r)
 	}
-	p := e.rm.Partition(tp0())
+	p := e.rm.getPartition(tp0())
 	if hw := p.HighWatermark(); hw != 8 {
 		t.Fatalf("HW = %d, want 8 (RF=1: HW = LEO)", hw)
 	}
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	fr := waitResult(t, ch, time.Second)[0]
 	if fr.ErrorCode != 0 || fr.HighWatermark != 8 || len(fr.Records) == 0 {
 		t.Fatalf("fetch: code %d hw %d bytes %d", fr.ErrorCode, fr.HighWatermark, len(fr.Records))
@@ -56,12 +56,12 @@ func TestS7_ConsumersReadBelowHWFollowersToLEO(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1, 2}, []int32{1, 2})
 	waitResult(t, e.produce(t, 1, 4, time.Second), time.Second)
-	p := e.rm.Partition(tp0())
+	p := e.rm.getPartition(tp0())
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("HW moved to %d before the follower fetched", hw)
 	}
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	if fr := waitResult(t, ch, time.Second)[0]; len(fr.Records) != 0 {
 		t.Fatalf("consumer saw %d bytes above the HW", len(fr.Records))
 	}
@@ -104,7 +104,7 @@ func TestK2_NotEnoughReplicasBeforeAppendWritesNothing(t *testing.T) {
 	if r.ErrorCode != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("got %d, want NOT_ENOUGH_REPLICAS", r.ErrorCode)
 	}
-	if leo := e.rm.Partition(tp0()).log.LogEndOffset(); leo != 0 {
+	if leo := e.rm.getPartition(tp0()).log.LogEndOffset(); leo != 0 {
 		t.Fatalf("LEO %d: something was appended", leo)
 	}
 	// acks=1 ignores min.insync.replicas.
@@ -122,18 +122,18 @@ func TestK2_NotEnoughReplicasAfterAppend(t *testing.T) {
 	e.followerFetch(t, 2, 1)
 	e.clock.Advance(11 * time.Second)
 	e.followerFetch(t, 2, 1)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if r := waitResult(t, ch, time.Second); r.ErrorCode != 0 {
 		t.Fatalf("got %d", r.ErrorCode)
 	}
 	// Now follower 2 also stops; a new write parks; the ISR shrinks to {1} < 2.
 	ch = e.produce(t, -1, 1, 10*time.Second)
 	e.clock.Advance(11 * time.Second)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if r := waitResult(t, ch, time.Second); r.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
 		t.Fatalf("got %d, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", r.ErrorCode)
 	}
-	if leo := e.rm.Partition(tp0()).log.LogEndOffset(); leo != 2 {
+	if leo := e.rm.getPartition(tp0()).log.LogEndOffset(); leo != 2 {
 		t.Fatalf("LEO %d: the appended data must stay", leo)
 	}
 }
@@ -159,13 +159,13 @@ func TestS10_S5_StuckFollowerLeavesISR(t *testing.T) {
 	waitResult(t, e.produce(t, 1, 1, time.Second), time.Second)
 	e.clock.Advance(5 * time.Second)
 	e.followerFetch(t, 2, 2) // 2 keeps up, 3 is stuck
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if isr := e.coord.isrOf(tp0()); isr != nil {
 		t.Fatalf("ISR written before the lag time: %v", isr)
 	}
 	e.clock.Advance(6 * time.Second)
 	e.followerFetch(t, 2, 2)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1, 2}) {
 		t.Fatalf("ISR in ZooKeeper = %v, want [1 2]", isr)
 	}
@@ -179,7 +179,7 @@ func TestS10_S5_StuckFollowerLeavesISR(t *testing.T) {
 		t.Fatalf("URP = %d, want 1", got)
 	}
 	// The HW no longer waits for the removed follower.
-	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 2 {
+	if hw := e.rm.getPartition(tp0()).HighWatermark(); hw != 2 {
 		t.Fatalf("HW = %d, want 2", hw)
 	}
 }
@@ -193,12 +193,12 @@ func TestS12_BurstDoesNotEvictAFollowerThatKeepsUp(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		waitResult(t, e.produce(t, 1, 50, time.Second), time.Second)
 		e.followerFetch(t, 2, off)
-		off = e.rm.Partition(tp0()).log.LogEndOffset()
+		off = e.rm.getPartition(tp0()).log.LogEndOffset()
 		waitResult(t, e.produce(t, 1, 50, time.Second), time.Second)
 		e.clock.Advance(time.Second)
 	}
 	e.followerFetch(t, 2, off)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if e.coord.writes != 0 {
 		t.Fatalf("a follower that keeps up was evicted: ISR %v", e.coord.isrOf(tp0()))
 	}
@@ -208,7 +208,7 @@ func TestK4_ISRExpandsWhenFollowerReachesHWAndEpochStart(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1, 2}, []int32{1})
 	waitResult(t, e.produce(t, 1, 3, time.Second), time.Second)
-	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 3 {
+	if hw := e.rm.getPartition(tp0()).HighWatermark(); hw != 3 {
 		t.Fatalf("HW %d with ISR {1}", hw)
 	}
 	e.followerFetch(t, 2, 1)
@@ -231,11 +231,11 @@ func TestK3_FailedIsrWriteKeepsISRAndCounts(t *testing.T) {
 	e.coord.version[tp0()] = 42 // the controller moved on
 	e.coord.mu.Unlock()
 	e.clock.Advance(20 * time.Second)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 	if m := e.rm.metrics.failedIsrUpdates.Count(); m != 1 {
 		t.Fatalf("FailedIsrUpdatesPerSec = %d", m)
 	}
-	if v := e.rm.Partition(tp0()).view(); !slices.Equal(v.isr, []int32{1, 2}) {
+	if v := e.rm.getPartition(tp0()).view(); !slices.Equal(v.isr, []int32{1, 2}) {
 		t.Fatalf("ISR changed locally to %v after a failed write", v.isr)
 	}
 }
@@ -246,7 +246,7 @@ func TestHWNeverDecreases(t *testing.T) {
 	waitResult(t, e.produce(t, 1, 5, time.Second), time.Second)
 	// A new replica joins the assignment at a higher epoch without being in the ISR and far behind.
 	e.leaderAndIsr(t, 1, 1, []int32{1, 2}, []int32{1})
-	p := e.rm.Partition(tp0())
+	p := e.rm.getPartition(tp0())
 	e.followerFetch(t, 2, 0)
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("HW went from 5 to %d", hw)
@@ -256,7 +256,7 @@ func TestHWNeverDecreases(t *testing.T) {
 func TestLeaderAndIsrFences(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 5, []int32{1}, []int32{1})
-	res := e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerEpoch: 0, BrokerEpoch: -1, Partitions: []PartitionState{{TopicPartition: tp0(), Leader: 1, LeaderEpoch: 9, Replicas: []int32{1}, ISR: []int32{1}}}})
+	res := e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerEpoch: 0, BrokerEpoch: -1, Partitions: []PartitionState{{TopicPartition: tp0(), Leader: 1, LeaderEpoch: 9, Replicas: []int32{1}, ISR: []int32{1}}}})
 	if res.ErrorCode != kerr.StaleControllerEpoch.Code {
 		t.Fatalf("stale controller epoch: %d", res.ErrorCode)
 	}
@@ -269,7 +269,7 @@ func TestLeaderAndIsrFences(t *testing.T) {
 		t.Fatalf("not in replicas: %d", res.Partitions[tp0()])
 	}
 	e.rm.SetBrokerEpoch(100)
-	res = e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerEpoch: 1, BrokerEpoch: 99})
+	res = e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{ControllerEpoch: 1, BrokerEpoch: 99})
 	if res.ErrorCode != kerr.StaleBrokerEpoch.Code {
 		t.Fatalf("stale broker epoch: %d", res.ErrorCode)
 	}
@@ -295,7 +295,7 @@ func TestS14_MakeFollowerStartsFetcherFromHWAndSkipsUnchanged(t *testing.T) {
 		t.Fatalf("fetcher calls: added %+v ok %v removed %v idle %d", st, ok, removed, idle)
 	}
 	// Same leader, same epoch: makeFollower returns false; nothing restarts.
-	if p := e.rm.Partition(tp0()); p.makeFollower(PartitionState{TopicPartition: tp0(), Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}}) {
+	if p := e.rm.getPartition(tp0()); p.makeFollower(PartitionState{TopicPartition: tp0(), Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}}) {
 		t.Fatal("makeFollower reported a change for the same leader and epoch")
 	}
 }
@@ -304,7 +304,7 @@ func TestDelayedFetchCompletesOnAppendAndOnTimeout(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1}, []int32{1})
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxWait: 10 * time.Second, MinBytes: 1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxWait: 10 * time.Second, MinBytes: 1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	select {
 	case <-ch:
 		t.Fatal("fetch answered with no data")
@@ -315,7 +315,7 @@ func TestDelayedFetchCompletesOnAppendAndOnTimeout(t *testing.T) {
 		t.Fatal("woken fetch returned no data")
 	}
 	start := time.Now()
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 2, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxWait: 100 * time.Millisecond, MinBytes: 1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: 2, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	fr := waitResult(t, ch, 5*time.Second)[0]
 	if fr.ErrorCode != 0 || len(fr.Records) != 0 || time.Since(start) < 100*time.Millisecond {
 		t.Fatalf("timeout fetch: %+v after %v", fr, time.Since(start))
@@ -328,7 +328,7 @@ func TestFetchOffsetOutOfRangeAndFencedEpoch(t *testing.T) {
 	waitResult(t, e.produce(t, 1, 2, time.Second), time.Second)
 	fetch := func(off int64, epoch int32) FetchPartitionResult {
 		ch := make(chan []FetchPartitionResult, 1)
-		e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: off, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: epoch}}}, func(r []FetchPartitionResult) { ch <- r })
+		e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: off, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: epoch}}}, func(r []FetchPartitionResult) { ch <- r })
 		return waitResult(t, ch, time.Second)[0]
 	}
 	if r := fetch(10, -1); r.ErrorCode != kerr.OffsetOutOfRange.Code {
@@ -348,11 +348,11 @@ func TestListOffsetsAndEpochEndOffset(t *testing.T) {
 	waitResult(t, e.produce(t, 1, 3, time.Second), time.Second)
 	e.leaderAndIsr(t, 1, 1, []int32{1}, []int32{1})
 	waitResult(t, e.produce(t, 1, 2, time.Second), time.Second)
-	res := e.rm.ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -2, CurrentLeaderEpoch: -1}, {TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: -1}})
+	res := e.rm.Requests().ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -2, CurrentLeaderEpoch: -1}, {TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: -1}})
 	if res[0].Offset != 0 || res[1].Offset != 5 {
 		t.Fatalf("earliest/latest: %+v", res)
 	}
-	eo := e.rm.LastOffsetForLeaderEpoch(-1, []EpochEndOffsetRequest{{TopicPartition: tp0(), CurrentLeaderEpoch: -1, LeaderEpoch: 0}, {TopicPartition: tp0(), CurrentLeaderEpoch: -1, LeaderEpoch: 1}})
+	eo := e.rm.Requests().LastOffsetForLeaderEpoch(-1, []EpochEndOffsetRequest{{TopicPartition: tp0(), CurrentLeaderEpoch: -1, LeaderEpoch: 0}, {TopicPartition: tp0(), CurrentLeaderEpoch: -1, LeaderEpoch: 1}})
 	if eo[0].LeaderEpoch != 0 || eo[0].EndOffset != 3 || eo[1].LeaderEpoch != 1 || eo[1].EndOffset != 5 {
 		t.Fatalf("epoch end offsets: %+v", eo)
 	}
@@ -362,11 +362,11 @@ func TestS22_StopReplicaRemovesFetcherAndDeletesLog(t *testing.T) {
 	e := newEnv(t, 1, 1)
 	e.leaderAndIsr(t, 1, 0, []int32{1}, []int32{1})
 	waitResult(t, e.produce(t, 1, 1, time.Second), time.Second)
-	res := e.rm.StopReplicas(StopReplicaRequest{ControllerEpoch: 1, BrokerEpoch: -1, DeletePartitions: true, Partitions: []TopicPartition{tp0()}})
+	res := e.rm.Requests().StopReplicas(StopReplicaRequest{ControllerEpoch: 1, BrokerEpoch: -1, DeletePartitions: true, Partitions: []TopicPartition{tp0()}})
 	if res.ErrorCode != 0 || res.Partitions[tp0()] != 0 {
 		t.Fatalf("StopReplica: %+v", res)
 	}
-	if e.rm.Partition(tp0()) != nil || e.rm.logs.Get(tp0()) != nil {
+	if e.rm.getPartition(tp0()) != nil || e.rm.logs.Get(tp0()) != nil {
 		t.Fatal("partition or log still present after StopReplica(delete=true)")
 	}
 	if !slices.Contains(e.fetch.removed, tp0()) {
@@ -386,7 +386,7 @@ func TestS11_SlowFollowerLeavesISR(t *testing.T) {
 		e.followerFetch(t, 2, off)
 		off += 10 // it only manages 10 of every 100 records
 		e.clock.Advance(time.Second)
-		e.rm.maybeShrinkIsr()
+		e.rm.tasks.maybeShrinkIsr()
 	}
 	if isr := e.coord.isrOf(tp0()); !slices.Equal(isr, []int32{1}) {
 		t.Fatalf("slow follower still in the ISR: %v", isr)
@@ -427,11 +427,11 @@ func TestS2_OnlyTheLeaderServesReadsAndWrites(t *testing.T) {
 		t.Fatalf("produce on a follower: %d", r.ErrorCode)
 	}
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: -1, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp0(), PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}}, func(r []FetchPartitionResult) { ch <- r })
 	if r := waitResult(t, ch, time.Second)[0]; r.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("consumer fetch on a follower: %d", r.ErrorCode)
 	}
-	if r := e.rm.ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: -1}}); r[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+	if r := e.rm.Requests().ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: -1}}); r[0].ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("ListOffsets on a follower: %d", r[0].ErrorCode)
 	}
 	// Becoming leader at a new epoch makes it serve both.
@@ -461,7 +461,7 @@ func TestS8_CommitWaitsForTheISRNotForEveryLiveReplica(t *testing.T) {
 	if r := waitResult(t, ch, time.Second); r.ErrorCode != 0 {
 		t.Fatalf("produce: %d", r.ErrorCode)
 	}
-	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 2 {
+	if hw := e.rm.getPartition(tp0()).HighWatermark(); hw != 2 {
 		t.Fatalf("HW = %d, want 2 (replica 3 outside the ISR does not hold it back)", hw)
 	}
 	if isr := e.coord.isrOf(tp0()); isr != nil {
@@ -476,7 +476,7 @@ func TestS13_EveryAssignedPartitionIsALeaderOrFollowerReplica(t *testing.T) {
 	led := TopicPartition{Topic: "t", Partition: 0}
 	followed := TopicPartition{Topic: "t", Partition: 1}
 	other := TopicPartition{Topic: "t", Partition: 2}
-	res := e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{
+	res := e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{
 		ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1,
 		Partitions: []PartitionState{
 			{TopicPartition: led, Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}, Replicas: []int32{1, 2}},
@@ -488,13 +488,13 @@ func TestS13_EveryAssignedPartitionIsALeaderOrFollowerReplica(t *testing.T) {
 	if res.Partitions[led] != 0 || res.Partitions[followed] != 0 || res.Partitions[other] != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("result %+v", res)
 	}
-	if p := e.rm.Partition(led); p == nil || !p.IsLeader() || e.rm.logs.Get(led) == nil {
+	if p := e.rm.getPartition(led); p == nil || !p.IsLeader() || e.rm.logs.Get(led) == nil {
 		t.Fatal("led partition is not a leader replica with a log")
 	}
-	if p := e.rm.Partition(followed); p == nil || p.IsLeader() || e.rm.logs.Get(followed) == nil {
+	if p := e.rm.getPartition(followed); p == nil || p.IsLeader() || e.rm.logs.Get(followed) == nil {
 		t.Fatal("followed partition is not a follower replica with a log")
 	}
-	if e.rm.Partition(other) != nil {
+	if e.rm.getPartition(other) != nil {
 		t.Fatal("a partition not assigned here got a replica")
 	}
 	e.fetch.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbroker/isrbroker/broker/ratelog"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 	"github.com/isrbroker/isrbroker/replicamanager/replica"
@@ -22,10 +23,10 @@ import (
 // Locking (Kafka's leaderIsrUpdateLock): appends as leader run under mu's read side, so produces
 // to one partition proceed concurrently (the log serialises the appends themselves); follower
 // progress updates, ISR changes, role changes and follower-side log changes run under its write
-// side. The HW moves under the read side too (after an append), so it has its own leaf lock hwMu.
+// side. The HW moves under the read side too (after an append), so it has its own leaf lock (highWatermark).
 type Partition struct {
 	tp  TopicPartition
-	rm  *ReplicaManager
+	env *partitionEnv
 	log *logstore.Log
 
 	mu              sync.RWMutex    // Kafka's leaderIsrUpdateLock
@@ -46,8 +47,54 @@ type Partition struct {
 	// answers KAFKA_STORAGE_ERROR until the broker restarts.
 	offline bool
 
-	hwMu sync.Mutex // leaf lock: guards hw
-	hw   int64      // high watermark (S7)
+	hw highWatermark // S7; moves under either side of mu
+}
+
+// partitionEnv is what the hosted partitions share: this broker's id and
+// replica.lag.time.max.ms, the clock, the logger and the rate limiter of repeated warnings, the
+// ISR metrics, the ISR writer (K3) and the replication page's event recorder. The replica
+// manager builds one; a partition holds it, not the replica manager.
+type partitionEnv struct {
+	brokerID   int32
+	lagTimeMax time.Duration
+	now        func() time.Time
+	log        *logrus.Entry
+	warnings   *ratelog.Limiter
+	metrics    *rmMetrics
+	isr        IsrWriter // nil in tests that never change the ISR
+	events     *replevents.Recorder
+}
+
+// highWatermark is a partition's HW (S7) behind its own leaf lock: the HW moves under either
+// side of Partition.mu (after an append, under the read side).
+type highWatermark struct {
+	mu sync.Mutex
+	v  int64
+}
+
+// get returns the HW (any lock or none).
+func (h *highWatermark) get() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.v
+}
+
+// set sets a follower's HW, which follows the leader's and its own log (it may go down with a
+// truncation). Called with Partition.mu's write side held.
+func (h *highWatermark) set(v int64) {
+	h.mu.Lock()
+	h.v = v
+	h.mu.Unlock()
+}
+
+// advance moves a leader's HW to candidate, never down (replica.AdvanceHW); it reports whether
+// the HW moved.
+func (h *highWatermark) advance(candidate int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, moved := replica.AdvanceHW(h.v, candidate)
+	h.v = v
+	return moved
 }
 
 // isrUpdate is an ISR change prepared under p.mu and written to ZooKeeper without holding it,
@@ -61,10 +108,10 @@ type isrUpdate struct {
 }
 
 func (p *Partition) logger() *logrus.Entry {
-	return p.rm.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition, "leaderEpoch": p.leaderEpoch})
+	return p.env.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition, "leaderEpoch": p.leaderEpoch})
 }
 
-func (p *Partition) isLeaderLocked() bool { return p.leaderID == p.rm.cfg.BrokerID }
+func (p *Partition) isLeaderLocked() bool { return p.leaderID == p.env.brokerID }
 
 // IsLeader reports whether this broker leads the partition.
 func (p *Partition) IsLeader() bool {
@@ -92,14 +139,14 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 		leo := p.log.LogEndOffset()
 		p.leaderEpoch = st.LeaderEpoch
 		p.log.AssignEpochStartOffset(st.LeaderEpoch, leo)
-		p.leader = replica.NewLeader(p.rm.cfg.BrokerID, st.LeaderEpoch, leo, st.Replicas, st.ISR, p.rm.cfg.ReplicaLagTimeMax, now)
+		p.leader = replica.NewLeader(p.env.brokerID, st.LeaderEpoch, leo, st.Replicas, st.ISR, p.env.lagTimeMax, now)
 	}
-	p.leaderID = p.rm.cfg.BrokerID
+	p.leaderID = p.env.brokerID
 	p.maybeIncrementHWLocked(now)
-	p.logger().WithFields(logrus.Fields{"isr": st.ISR, "replicas": p.assigned, "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("became leader")
+	p.logger().WithFields(logrus.Fields{"isr": st.ISR, "replicas": p.assigned, "highWatermark": p.hw.get(), "logEndOffset": p.log.LogEndOffset()}).Info("became leader")
 	if !wasLeader {
 		p.record(replevents.Event{Kind: replevents.BecomeLeader, Leader: p.leaderID, LeaderEpoch: st.LeaderEpoch,
-			ISR: slices.Clone(st.ISR), HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
+			ISR: slices.Clone(st.ISR), HighWatermark: p.hw.get(), ToOffset: p.log.LogEndOffset()})
 	}
 	return !wasLeader
 }
@@ -119,26 +166,11 @@ func (p *Partition) makeFollower(st PartitionState) bool {
 	p.leaderEpoch = st.LeaderEpoch
 	p.leaderID = st.Leader
 	if !unchanged {
-		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("became follower")
+		p.logger().WithFields(logrus.Fields{"leader": st.Leader, "highWatermark": p.hw.get(), "logEndOffset": p.log.LogEndOffset()}).Info("became follower")
 		p.record(replevents.Event{Kind: replevents.BecomeFollower, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
-			HighWatermark: p.highWatermark(), ToOffset: p.log.LogEndOffset()})
+			HighWatermark: p.hw.get(), ToOffset: p.log.LogEndOffset()})
 	}
 	return !unchanged
-}
-
-// highWatermark returns the HW (any lock or none).
-func (p *Partition) highWatermark() int64 {
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	return p.hw
-}
-
-// setFollowerHW sets a follower's HW, which follows the leader's and its own log (it may go down
-// with a truncation). Called with mu's write side held.
-func (p *Partition) setFollowerHW(hw int64) {
-	p.hwMu.Lock()
-	p.hw = hw
-	p.hwMu.Unlock()
 }
 
 // isrLocked returns the leader's ISR, nil while following. Callers hold mu (either side).
@@ -185,7 +217,7 @@ func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (l
 		return logstore.AppendInfo{}, -1, kerr.NotLeaderForPartition.Code
 	}
 	if acks == -1 && !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
-		p.rm.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
+		p.env.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
 			fmt.Sprint(p.tp.Topic, "-", p.tp.Partition), "rejecting acks=all produce: ISR below min.insync.replicas") // K2, once per 10 s per partition
 		return logstore.AppendInfo{}, -1, kerr.NotEnoughReplicas.Code
 	}
@@ -224,12 +256,7 @@ func (p *Partition) maybeIncrementHWLocked(now time.Time) bool {
 	if !p.isLeaderLocked() || p.leader == nil {
 		return false
 	}
-	candidate := p.leader.HighWatermark(p.log.LogEndOffset(), now)
-	p.hwMu.Lock()
-	defer p.hwMu.Unlock()
-	hw, moved := replica.AdvanceHW(p.hw, candidate)
-	p.hw = hw
-	return moved
+	return p.hw.advance(p.leader.HighWatermark(p.log.LogEndOffset(), now))
 }
 
 // updateFollowerFetchState records a follower fetch at fetchOffset (its LEO) in the core
@@ -242,18 +269,18 @@ func (p *Partition) updateFollowerFetchState(id int32, fetchOffset, followerLogS
 		return false // not leading, or not an assigned follower
 	}
 	var expand *isrUpdate
-	if p.leader.ExpandCandidate(id, p.highWatermark()) {
+	if p.leader.ExpandCandidate(id, p.hw.get()) {
 		expand = p.prepareIsrUpdateLocked(p.leader.With(id))
 	}
 	moved := p.maybeIncrementHWLocked(now)
 	p.mu.Unlock()
 	if expand != nil {
 		p.writeIsr(expand, func() {
-			p.rm.metrics.isrExpands.Mark(1)
+			p.env.metrics.isrExpands.Mark(1)
 			p.logger().WithFields(logrus.Fields{"follower": id, "isr": p.leader.ISR()}).Info("expanded ISR")
 			p.record(replevents.Event{Kind: replevents.IsrExpand, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-				ISR: p.leader.ISR(), Changed: []int32{id}, HighWatermark: p.highWatermark()})
-			if p.maybeIncrementHWLocked(p.rm.now()) {
+				ISR: p.leader.ISR(), Changed: []int32{id}, HighWatermark: p.hw.get()})
+			if p.maybeIncrementHWLocked(p.env.now()) {
 				moved = true
 			}
 		})
@@ -287,11 +314,11 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 		return moved
 	}
 	p.writeIsr(u, func() {
-		p.rm.metrics.isrShrinks.Mark(1)
-		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.leader.ISR(), "highWatermark": p.highWatermark(), "logEndOffset": p.log.LogEndOffset()}).Info("shrank ISR")
+		p.env.metrics.isrShrinks.Mark(1)
+		p.logger().WithFields(logrus.Fields{"removed": out, "isr": p.leader.ISR(), "highWatermark": p.hw.get(), "logEndOffset": p.log.LogEndOffset()}).Info("shrank ISR")
 		p.record(replevents.Event{Kind: replevents.IsrShrink, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-			ISR: p.leader.ISR(), Changed: slices.Clone(out), HighWatermark: p.highWatermark()})
-		moved = p.maybeIncrementHWLocked(p.rm.now()) || moved
+			ISR: p.leader.ISR(), Changed: slices.Clone(out), HighWatermark: p.hw.get()})
+		moved = p.maybeIncrementHWLocked(p.env.now()) || moved
 	})
 	return moved
 }
@@ -300,7 +327,7 @@ func (p *Partition) maybeShrinkIsr(now time.Time) bool {
 // core's pending ISR), or returns nil when there is no ISR writer, another change is still being
 // written, or the last one's outcome is unknown. Callers hold mu's write side.
 func (p *Partition) prepareIsrUpdateLocked(newIsr []int32) *isrUpdate {
-	if p.rm.isr == nil || p.isrUpdateInFlight || p.isrOutcomeUnknown {
+	if p.env.isr == nil || p.isrUpdateInFlight || p.isrOutcomeUnknown {
 		return nil
 	}
 	p.isrUpdateInFlight = true
@@ -318,12 +345,12 @@ func (p *Partition) prepareIsrUpdateLocked(newIsr []int32) *isrUpdate {
 // (reconcileIsr); until it could, the HW counts the members of both ISRs and no other change is
 // written.
 func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
-	v, err := p.rm.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.rm.cfg.BrokerID, u.leaderEpoch, u.newIsr, u.controllerEpoch, u.zkVersion)
+	v, err := p.env.isr.UpdateLeaderAndIsr(p.tp.Topic, p.tp.Partition, p.env.brokerID, u.leaderEpoch, u.newIsr, u.controllerEpoch, u.zkVersion)
 	p.mu.Lock()
 	p.isrUpdateInFlight = false
 	superseded := !p.isLeaderLocked() || p.leader == nil || p.leaderEpoch != u.leaderEpoch || p.zkVersion != u.zkVersion
 	if err != nil && IsOutcomeUnknown(err) && !superseded {
-		p.rm.metrics.failedIsrUpdates.Mark(1)
+		p.env.metrics.failedIsrUpdates.Mark(1)
 		p.isrOutcomeUnknown = true
 		p.logger().WithFields(logrus.Fields{"zkVersion": u.zkVersion, "newIsr": u.newIsr}).WithError(err).
 			Warn("ISR write outcome unknown; re-reading the partition state")
@@ -336,7 +363,7 @@ func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
 		p.leader.ClearPending()
 	}
 	if err != nil {
-		p.rm.metrics.failedIsrUpdates.Mark(1)
+		p.env.metrics.failedIsrUpdates.Mark(1)
 		p.logger().WithFields(logrus.Fields{"zkVersion": u.zkVersion, "newIsr": u.newIsr, "controllerEpoch": u.controllerEpoch}).WithError(err).
 			Warn("cached zkVersion not equal to that in ZooKeeper, skip updating ISR")
 		return false
@@ -358,7 +385,7 @@ func (p *Partition) writeIsr(u *isrUpdate, applied func()) bool {
 // read leaves the outcome unknown: the ISR-shrink task tries again. It reports whether the HW
 // moved.
 func (p *Partition) reconcileIsr() bool {
-	leader, epoch, isr, zkv, err := p.rm.isr.ReadLeaderAndIsr(p.tp.Topic, p.tp.Partition)
+	leader, epoch, isr, zkv, err := p.env.isr.ReadLeaderAndIsr(p.tp.Topic, p.tp.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.isrOutcomeUnknown || !p.isLeaderLocked() || p.leader == nil {
@@ -369,7 +396,7 @@ func (p *Partition) reconcileIsr() bool {
 		log.WithError(err).Warn("re-reading the partition state failed; the ISR write outcome stays unknown")
 		return false
 	}
-	if leader != p.rm.cfg.BrokerID || epoch != p.leaderEpoch {
+	if leader != p.env.brokerID || epoch != p.leaderEpoch {
 		log.WithFields(logrus.Fields{"zkLeader": leader, "zkLeaderEpoch": epoch}).
 			Warn("partition state changed by the controller; waiting for its LeaderAndIsr")
 		return false
@@ -378,7 +405,7 @@ func (p *Partition) reconcileIsr() bool {
 	p.leader.ApplyISR(isr)
 	p.zkVersion, p.isrOutcomeUnknown = zkv, false
 	log.WithFields(logrus.Fields{"isr": isr, "previousIsr": old, "zkVersion": zkv}).Info("reconciled ISR with ZooKeeper")
-	return p.maybeIncrementHWLocked(p.rm.now())
+	return p.maybeIncrementHWLocked(p.env.now())
 }
 
 // checkEnoughReplicasReachOffset decides a parked acks=-1 produce (K2) whose records end before
@@ -399,7 +426,7 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64, appendE
 	if p.leaderEpoch != appendEpoch && !p.holdsEpochBeforeLocked(appendEpoch, requiredOffset) {
 		return true, kerr.NotLeaderForPartition.Code
 	}
-	if p.highWatermark() >= requiredOffset {
+	if p.hw.get() >= requiredOffset {
 		if !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
 			return true, kerr.NotEnoughReplicasAfterAppend.Code
 		}
@@ -451,7 +478,7 @@ func (p *Partition) viewLocked() partitionView {
 	return partitionView{
 		isLeader:    p.isLeaderLocked(),
 		leaderEpoch: p.leaderEpoch,
-		hw:          p.highWatermark(),
+		hw:          p.hw.get(),
 		leo:         p.log.LogEndOffset(),
 		logStart:    p.log.LogStartOffset(),
 		isr:         p.isrSharedLocked(),
@@ -461,4 +488,4 @@ func (p *Partition) viewLocked() partitionView {
 }
 
 // HighWatermark returns the partition's HW.
-func (p *Partition) HighWatermark() int64 { return p.highWatermark() }
+func (p *Partition) HighWatermark() int64 { return p.hw.get() }

@@ -9,21 +9,29 @@ import (
 
 // This file is the produce path (S14.5, K2): appends as leader and the acks=-1 delayed produce.
 
+// appender is the produce path of the replica manager (Kafka's appendRecords).
+type appender struct {
+	pool       *partitionPool
+	purgatory  *purgatory
+	topicStats *BrokerTopicStats // the produce side of the BrokerTopicMetrics
+	now        func() time.Time
+}
+
 // AppendRecords appends produce data to the partitions this broker leads and answers through
 // done: at once for acks 0/1, and for acks=-1 once every partition is done — its HW passed the
 // last offset, or it lost leadership — or timeout expires (K2, docs/kafka-facts.md §3).
-func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entries map[TopicPartition][]byte, done func(map[TopicPartition]ProduceResult)) {
-	now := rm.now()
+func (a *appender) AppendRecords(timeout time.Duration, acks int16, entries map[TopicPartition][]byte, done func(map[TopicPartition]ProduceResult)) {
+	now := a.now()
 	results := make(map[TopicPartition]ProduceResult, len(entries))
 	pending := make(map[TopicPartition]producePending, len(entries))
 	for tp, records := range entries {
-		p := rm.getPartition(tp)
+		p := a.pool.getPartition(tp)
 		if p == nil {
-			results[tp] = ProduceResult{ErrorCode: rm.notHostedCode(tp), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			results[tp] = ProduceResult{ErrorCode: a.pool.notHostedCode(tp), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			continue
 		}
 		info, epoch, code := p.appendAsLeader(records, acks, now)
-		rm.topicStats.markProduce(tp.Topic, code, info.NumRecords, len(records))
+		a.topicStats.markProduce(tp.Topic, code, info.NumRecords, len(records))
 		if code != 0 {
 			results[tp] = ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			continue
@@ -31,13 +39,13 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 		results[tp] = ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.log.LogStartOffset()}
 		pending[tp] = producePending{requiredOffset: info.LastOffset + 1, leaderEpoch: epoch}
 		// Wake parked follower fetches (new data) and produces (the HW may have moved).
-		rm.purgatory.checkAndComplete(tp)
+		a.purgatory.checkAndComplete(tp)
 	}
 	if acks != -1 || len(pending) == 0 {
 		done(results)
 		return
 	}
-	dp := &delayedProduce{rm: rm, pending: pending, results: results}
+	dp := &delayedProduce{pool: a.pool, pending: pending, results: results}
 	keys := make([]TopicPartition, 0, len(pending))
 	for tp := range pending {
 		keys = append(keys, tp)
@@ -47,7 +55,7 @@ func (rm *ReplicaManager) AppendRecords(timeout time.Duration, acks int16, entri
 	if timeout <= 0 {
 		timeout = time.Millisecond
 	}
-	rm.purgatory.tryCompleteElseWatch(op, timeout)
+	a.purgatory.tryCompleteElseWatch(op, timeout)
 }
 
 // producePending is a partition of a delayed produce whose acknowledgement is still pending:
@@ -64,7 +72,7 @@ type producePending struct {
 // The partitions still pending at expiry answer REQUEST_TIMED_OUT. try may run on several
 // goroutines at once: mu guards the state.
 type delayedProduce struct {
-	rm       *ReplicaManager
+	pool     *partitionPool
 	mu       sync.Mutex
 	pending  map[TopicPartition]producePending
 	results  map[TopicPartition]ProduceResult
@@ -80,8 +88,8 @@ func (dp *delayedProduce) tryComplete() bool {
 	}
 	for tp, st := range dp.pending {
 		var code int16
-		if p := dp.rm.getPartition(tp); p == nil {
-			code = dp.rm.notHostedCode(tp)
+		if p := dp.pool.getPartition(tp); p == nil {
+			code = dp.pool.notHostedCode(tp)
 		} else if ok, c := p.checkEnoughReplicasReachOffset(st.requiredOffset, st.leaderEpoch); ok {
 			code = c
 		} else {

@@ -25,7 +25,7 @@ func (e *env) partitionState(tp TopicPartition, leader, epoch int32, isr []int32
 // leaderAndIsrFor sends a LeaderAndIsr for the given partitions (replicas 1,2).
 func (e *env) leaderAndIsrFor(t *testing.T, states ...PartitionState) {
 	t.Helper()
-	res := e.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{
+	res := e.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{
 		ControllerID: 1, ControllerEpoch: 1, BrokerEpoch: -1, Partitions: states,
 		LiveLeaders: map[int32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2"},
 	})
@@ -43,7 +43,7 @@ func (e *env) leaderAndIsrFor(t *testing.T, states ...PartitionState) {
 func (e *env) followerFetchOf(t *testing.T, tp TopicPartition, replica int32, offset int64) FetchPartitionResult {
 	t.Helper()
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp, FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0}}}, func(r []FetchPartitionResult) { ch <- r })
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, Partitions: []FetchPartition{{TopicPartition: tp, FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0}}}, func(r []FetchPartitionResult) { ch <- r })
 	r := waitResult(t, ch, 5*time.Second)[0]
 	if r.ErrorCode != 0 {
 		t.Fatalf("follower fetch of %v at %d: error %d", tp, offset, r.ErrorCode)
@@ -54,7 +54,7 @@ func (e *env) followerFetchOf(t *testing.T, tp TopicPartition, replica int32, of
 // produceBoth sends one acks=-1 produce of one record to t-0 and t-1.
 func (e *env) produceBoth(timeout time.Duration) chan map[TopicPartition]ProduceResult {
 	ch := make(chan map[TopicPartition]ProduceResult, 2)
-	e.rm.AppendRecords(timeout, -1, map[TopicPartition][]byte{tp0(): makeBatch(1, "ours"), tp1(): makeBatch(1, "ours")},
+	e.rm.Requests().AppendRecords(timeout, -1, map[TopicPartition][]byte{tp0(): makeBatch(1, "ours"), tp1(): makeBatch(1, "ours")},
 		func(m map[TopicPartition]ProduceResult) { ch <- m })
 	return ch
 }
@@ -81,10 +81,10 @@ func (e *env) replaceRecordOfT0(t *testing.T, viaController bool) {
 	} else {
 		p.makeFollower(follow)
 	}
-	if err := e.rm.TruncateTo(tp0(), 0); err != nil {
+	if err := e.rm.followers.TruncateTo(tp0(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if leo, err := e.rm.ProcessPartitionData(tp0(), 0, batchInEpoch(2, "theirs"), 1, 0); err != nil || leo != 1 {
+	if leo, err := e.rm.followers.ProcessPartitionData(tp0(), 0, batchInEpoch(2, "theirs"), 1, 0); err != nil || leo != 1 {
 		t.Fatalf("copying broker 2's record: leo %d, %v", leo, err)
 	}
 	if viaController {

@@ -80,7 +80,7 @@ func TestParseThrottledReplicas(t *testing.T) {
 // fetchNoWait is a follower fetch at offset answered at once (max_wait 0).
 func (e *env) fetchFrom(replica int32, offset int64, maxWait time.Duration) []FetchPartitionResult {
 	ch := make(chan []FetchPartitionResult, 1)
-	e.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxWait: maxWait, MinBytes: 1, MaxBytes: 1 << 20,
+	e.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxWait: maxWait, MinBytes: 1, MaxBytes: 1 << 20,
 		Partitions: []FetchPartition{{TopicPartition: tp0(), FetchOffset: offset, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: 0}}},
 		func(r []FetchPartitionResult) { ch <- r })
 	return <-ch
@@ -103,7 +103,7 @@ func TestLeaderThrottleSkipsFollowersOutsideIsr(t *testing.T) {
 		t.Fatal("no data to fetch")
 	}
 	e.followerFetch(t, 3, 10)
-	if hw := e.rm.Partition(tp0()).HighWatermark(); hw != 10 { // replica 3 caught up: HW 10
+	if hw := e.rm.getPartition(tp0()).HighWatermark(); hw != 10 { // replica 3 caught up: HW 10
 		t.Fatalf("HW %d, want 10", hw)
 	}
 

@@ -11,7 +11,7 @@ func (p *Partition) describe() string {
 	epochs := fmtEpochs(p.log.EpochEntries())
 	switch {
 	case p.leaderID < 0:
-		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), epochs)
+		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.hw.get(), epochs)
 	case p.isLeaderLocked():
 		pending := ""
 		if p.leader != nil && p.leader.Pending() != nil {
@@ -20,8 +20,8 @@ func (p *Partition) describe() string {
 				pending += "(outcome unknown)"
 			}
 		}
-		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.highWatermark(), fmtIDs(p.isrLocked()), pending, p.zkVersion, epochs)
+		return fmt.Sprintf("leader epoch=%d leo=%d hw=%d isr=%s%s zkVersion=%d epochs=%s", p.leaderEpoch, leo, p.hw.get(), fmtIDs(p.isrLocked()), pending, p.zkVersion, epochs)
 	default:
-		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.highWatermark(), epochs)
+		return fmt.Sprintf("follower of %d epoch=%d leo=%d hw=%d epochs=%s", p.leaderID, p.leaderEpoch, leo, p.hw.get(), epochs)
 	}
 }

@@ -222,7 +222,8 @@ func (s *sim) startBroker(b *simBroker) error {
 		return err
 	}
 	b.logs = logs
-	b.rm = New(Config{
+	b.fetch = &simFetchers{st: map[TopicPartition]*simFetchState{}}
+	b.rm = newReplicaManager(Config{
 		BrokerID:          b.id,
 		ReplicaLagTimeMax: s.lag,
 		MinInsyncReplicas: s.minIsr,
@@ -230,10 +231,7 @@ func (s *sim) startBroker(b *simBroker) error {
 		Registry:          metrics.NewRegistry(),
 		Log:               s.lg,
 		Now:               s.clock,
-	}, logs, s.zk)
-	b.rm.fetcher.Close()
-	b.fetch = &simFetchers{st: map[TopicPartition]*simFetchState{}}
-	b.rm.fetcher = b.fetch
+	}, logs, s.zk, b.fetch)
 	b.crashed = false
 	return nil
 }
@@ -398,7 +396,7 @@ func (s *sim) dispatch(t *testing.T, d *datadriven.TestData, out *strings.Builde
 		if err != nil {
 			return err
 		}
-		br.rm.maybeShrinkIsr()
+		br.rm.tasks.maybeShrinkIsr()
 		return nil
 	case "crash":
 		return s.crash(firstPositional(d), argInt(d, "keep", -1))
@@ -430,7 +428,7 @@ func (s *sim) dispatch(t *testing.T, d *datadriven.TestData, out *strings.Builde
 		if err != nil {
 			return err
 		}
-		r := br.rm.LastOffsetForLeaderEpoch(-1, []EpochEndOffsetRequest{{TopicPartition: simTP, CurrentLeaderEpoch: -1, LeaderEpoch: int32(argInt(d, "epoch", 0))}})[0]
+		r := br.rm.Requests().LastOffsetForLeaderEpoch(-1, []EpochEndOffsetRequest{{TopicPartition: simTP, CurrentLeaderEpoch: -1, LeaderEpoch: int32(argInt(d, "epoch", 0))}})[0]
 		fmt.Fprintf(out, "%s epoch=%d end=%d\n", codeName(r.ErrorCode), r.LeaderEpoch, r.EndOffset)
 		return nil
 	case "state":
@@ -478,7 +476,7 @@ func (s *sim) leaderAndIsr(d *datadriven.TestData, out *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		res := br.rm.BecomeLeaderOrFollower(LeaderAndIsrRequest{
+		res := br.rm.Requests().BecomeLeaderOrFollower(LeaderAndIsrRequest{
 			ControllerID: 100, ControllerEpoch: 1, BrokerEpoch: -1,
 			Partitions: []PartitionState{{TopicPartition: simTP, ControllerEpoch: 1, Leader: leader, LeaderEpoch: epoch,
 				ISR: isr, ZkVersion: zkv, Replicas: replicas}},
@@ -508,7 +506,7 @@ func (s *sim) produce(d *datadriven.TestData, out *strings.Builder) error {
 		s.produces++
 		n := s.produces
 		answered := false
-		br.rm.AppendRecords(timeout, acks, map[TopicPartition][]byte{simTP: makeBatch(records, "v")}, func(m map[TopicPartition]ProduceResult) {
+		br.rm.Requests().AppendRecords(timeout, acks, map[TopicPartition][]byte{simTP: makeBatch(records, "v")}, func(m map[TopicPartition]ProduceResult) {
 			r := m[simTP]
 			line := fmt.Sprintf("produce #%d: %s", n, codeName(r.ErrorCode))
 			if r.ErrorCode == 0 || r.BaseOffset >= 0 {
@@ -547,7 +545,7 @@ func (s *sim) produce(d *datadriven.TestData, out *strings.Builder) error {
 // read performs a fetch as replica id from br and returns the result.
 func (s *sim) read(br *simBroker, replica int32, offset int64, epoch int32, maxBytes int32) FetchPartitionResult {
 	var res []FetchPartitionResult
-	br.rm.FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, MinBytes: 1, Partitions: []FetchPartition{{
+	br.rm.Requests().FetchMessages(FetchParams{ReplicaID: replica, MaxBytes: 1 << 20, MinBytes: 1, Partitions: []FetchPartition{{
 		TopicPartition: simTP, FetchOffset: offset, LogStartOffset: -1, PartitionMaxBytes: maxBytes, CurrentLeaderEpoch: epoch,
 	}}}, func(r []FetchPartitionResult) { res = r })
 	if res == nil {
@@ -603,7 +601,7 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 		fmt.Fprintf(out, "%d: leader %d unreachable; backing off\n", f, st.leader)
 		return false, nil
 	}
-	local := fb.rm
+	local := fb.rm.followers
 	if st.truncating {
 		epoch, ok, err := local.LatestEpoch(simTP)
 		if err != nil {
@@ -619,7 +617,7 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 			fmt.Fprintf(out, "%d: no leader epochs; truncated to HW, LEO %d\n", f, leo)
 			return true, nil
 		}
-		r := lb.rm.LastOffsetForLeaderEpoch(f, []EpochEndOffsetRequest{{TopicPartition: simTP, CurrentLeaderEpoch: st.epoch, LeaderEpoch: epoch}})[0]
+		r := lb.rm.Requests().LastOffsetForLeaderEpoch(f, []EpochEndOffsetRequest{{TopicPartition: simTP, CurrentLeaderEpoch: st.epoch, LeaderEpoch: epoch}})[0]
 		if r.ErrorCode != 0 {
 			if r.ErrorCode == kerr.FencedLeaderEpoch.Code {
 				fb.fetch.RemoveFetcherForPartitions([]TopicPartition{simTP})
@@ -681,7 +679,7 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 		return moved, nil
 	case kerr.OffsetOutOfRange.Code:
 		localLEO, _ := local.LogEndOffset(simTP)
-		lst := lb.rm.ListOffsets(f, 0, []ListOffsetsPartition{{TopicPartition: simTP, Timestamp: -1, CurrentLeaderEpoch: st.epoch}})[0]
+		lst := lb.rm.Requests().ListOffsets(f, 0, []ListOffsetsPartition{{TopicPartition: simTP, Timestamp: -1, CurrentLeaderEpoch: st.epoch}})[0]
 		if fetcher.PlanOutOfRangeLatest(lst.Offset, localLEO) == fetcher.TruncateToLeaderLEO {
 			if err := local.TruncateTo(simTP, lst.Offset); err != nil {
 				return false, err
@@ -690,7 +688,7 @@ func (s *sim) step(f int32, out *strings.Builder) (bool, error) {
 			fmt.Fprintf(out, "%d: OFFSET_OUT_OF_RANGE, leader LEO %d below ours (S19); truncated to %d\n", f, lst.Offset, st.fetchOffset)
 			return true, nil
 		}
-		early := lb.rm.ListOffsets(f, 0, []ListOffsetsPartition{{TopicPartition: simTP, Timestamp: -2, CurrentLeaderEpoch: st.epoch}})[0]
+		early := lb.rm.Requests().ListOffsets(f, 0, []ListOffsetsPartition{{TopicPartition: simTP, Timestamp: -2, CurrentLeaderEpoch: st.epoch}})[0]
 		if fetcher.PlanOutOfRangeEarliest(early.Offset, localLEO) == fetcher.StartAtLeaderLogStart {
 			if err := local.TruncateFullyAndStartAt(simTP, early.Offset); err != nil {
 				return false, err
@@ -717,7 +715,7 @@ func (s *sim) crash(id int32, keep int64) error {
 	if err != nil {
 		return err
 	}
-	_ = br.rm.checkpointHighWatermarks()
+	_ = br.rm.tasks.checkpointHighWatermarks()
 	if keep >= 0 {
 		if l := br.logs.Get(simTP); l != nil {
 			if err := l.TruncateTo(keep); err != nil {

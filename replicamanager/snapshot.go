@@ -69,24 +69,35 @@ type snapshotFetchers interface {
 	Snapshot() []fetcher.FetcherSnapshot
 }
 
+// localView is this broker's local view for the replication page (docs/replication-page.md).
+type localView struct {
+	pool       *partitionPool
+	ctl        *controllerRequests // its controller epoch
+	fetcher    fetcherManager
+	events     *replevents.Recorder
+	brokerID   int32
+	lagTimeMax time.Duration
+	now        func() time.Time
+}
+
 // Snapshot returns this broker's local view: partitions sorted by topic and partition, the
 // fetchers, and the events recorded after afterSeq (0: all kept).
-func (rm *ReplicaManager) Snapshot(afterSeq uint64) Snapshot {
-	now := rm.now()
-	rm.mu.RLock()
-	ctlEpoch := rm.controllerEpoch
-	rm.mu.RUnlock()
+func (lv *localView) Snapshot(afterSeq uint64) Snapshot {
+	now := lv.now()
+	lv.pool.mu.RLock()
+	ctlEpoch := lv.ctl.controllerEpoch
+	lv.pool.mu.RUnlock()
 	s := Snapshot{
-		BrokerID:            rm.cfg.BrokerID,
+		BrokerID:            lv.brokerID,
 		TimeMs:              now.UnixMilli(),
-		ReplicaLagTimeMaxMs: rm.cfg.ReplicaLagTimeMax.Milliseconds(),
+		ReplicaLagTimeMaxMs: lv.lagTimeMax.Milliseconds(),
 		ControllerEpoch:     ctlEpoch,
 		Partitions:          []PartitionSnapshot{},
 		Fetchers:            []fetcher.FetcherSnapshot{},
-		Events:              rm.cfg.Events.Events(afterSeq),
+		Events:              lv.events.Events(afterSeq),
 	}
-	for _, p := range rm.allPartitions() {
-		s.Partitions = append(s.Partitions, p.snapshot(now))
+	for _, p := range lv.pool.allPartitions() {
+		s.Partitions = append(s.Partitions, partitionSnapshot(p, now))
 	}
 	sort.Slice(s.Partitions, func(i, j int) bool {
 		a, b := s.Partitions[i], s.Partitions[j]
@@ -95,22 +106,20 @@ func (rm *ReplicaManager) Snapshot(afterSeq uint64) Snapshot {
 		}
 		return a.Partition < b.Partition
 	})
-	if f, ok := rm.fetcher.(snapshotFetchers); ok {
+	if f, ok := lv.fetcher.(snapshotFetchers); ok {
 		s.Fetchers = f.Snapshot()
 	}
 	return s
 }
 
-// Events returns the recorder the replica manager records into (Config.Events).
-func (rm *ReplicaManager) Events() *replevents.Recorder { return rm.cfg.Events }
-
-func (p *Partition) snapshot(now time.Time) PartitionSnapshot {
+// partitionSnapshot is p's part of the local view.
+func partitionSnapshot(p *Partition, now time.Time) PartitionSnapshot {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	s := PartitionSnapshot{
 		Topic: p.tp.Topic, Partition: p.tp.Partition,
 		Role: RoleNone, Leader: p.leaderID, LeaderEpoch: p.leaderEpoch,
-		HighWatermark: p.highWatermark(), LogEndOffset: p.log.LogEndOffset(), LogStartOffset: p.log.LogStartOffset(),
+		HighWatermark: p.hw.get(), LogEndOffset: p.log.LogEndOffset(), LogStartOffset: p.log.LogStartOffset(),
 		Replicas: slices.Clone(p.assigned), ISR: []int32{},
 	}
 	if s.Replicas == nil {
@@ -123,7 +132,7 @@ func (p *Partition) snapshot(now time.Time) PartitionSnapshot {
 		s.PendingISR = p.leader.Pending()
 		for _, id := range p.assigned {
 			pr, ok := p.leader.Progress(id)
-			if !ok || id == p.rm.cfg.BrokerID {
+			if !ok || id == p.env.brokerID {
 				continue
 			}
 			s.Followers = append(s.Followers, FollowerSnapshot{
@@ -149,5 +158,5 @@ func agoMs(now, t time.Time) int64 {
 // record adds a partition event (replevents) stamped with this partition.
 func (p *Partition) record(e replevents.Event) {
 	e.Topic, e.Partition = p.tp.Topic, p.tp.Partition
-	p.rm.cfg.Events.Record(e)
+	p.env.events.Record(e)
 }

@@ -19,9 +19,9 @@ func TestSnapshotShowsLagClockAndRecordsIsrShrink(t *testing.T) {
 	e.followerFetch(t, 3, 1)
 	e.clock.Advance(11 * time.Second) // past replica.lag.time.max.ms (10 s default)
 	e.followerFetch(t, 2, 2)
-	e.rm.maybeShrinkIsr()
+	e.rm.tasks.maybeShrinkIsr()
 
-	s := e.rm.Snapshot(0)
+	s := e.rm.Requests().Snapshot(0)
 	if s.BrokerID != 1 || s.ReplicaLagTimeMaxMs != 10000 || len(s.Partitions) != 1 {
 		t.Fatalf("snapshot %+v", s)
 	}
@@ -52,7 +52,7 @@ func TestSnapshotShowsLagClockAndRecordsIsrShrink(t *testing.T) {
 		t.Errorf("IsrShrink event %+v (events %+v)", ev, s.Events)
 	}
 	last := s.Events[len(s.Events)-1].Seq
-	if more := e.rm.Snapshot(last).Events; len(more) != 0 {
+	if more := e.rm.Requests().Snapshot(last).Events; len(more) != 0 {
 		t.Errorf("events after seq %d: %+v", last, more)
 	}
 }

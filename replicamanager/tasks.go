@@ -2,71 +2,98 @@ package replicamanager
 
 import (
 	"context"
+	"sync"
 	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
-// This file holds the replica manager's lifecycle and background tasks: the ISR-shrink task (S10)
-// and the HW checkpoint.
+// backgroundTasks are the replica manager's lifecycle and scheduled tasks (Kafka's
+// isr-expiration and highwatermark-checkpoint tasks, and the LogDirFailureHandler thread): the
+// ISR-shrink task (S10), the HW checkpoint and the watch of offline log dirs.
+type backgroundTasks struct {
+	pool      *partitionPool
+	purgatory *purgatory
+	logs      *logstore.Manager
+	log       *logrus.Entry
+	now       func() time.Time
+	fetcher   fetcherManager
+	dirs      *logDirs
+	// shrinkEvery is replica.lag.time.max.ms/2 (S10), checkpointEvery
+	// replica.high.watermark.checkpoint.interval.ms.
+	shrinkEvery, checkpointEvery time.Duration
 
-// Start runs the background tasks: the ISR-shrink task every replica.lag.time.max.ms/2 (S10) and
-// the HW checkpoint every replica.high.watermark.checkpoint.interval.ms.
-func (rm *ReplicaManager) Start() {
-	rm.startOnce.Do(func() {
+	startOnce sync.Once
+	stopOnce  sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// start runs the background tasks: the ISR-shrink task every replica.lag.time.max.ms/2 (S10),
+// the HW checkpoint every replica.high.watermark.checkpoint.interval.ms and the watch of
+// offline log dirs (logdir_failure.go).
+func (t *backgroundTasks) start() {
+	t.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
-		rm.cancel = cancel
-		rm.wg.Add(3)
-		go rm.watchLogDirFailures(ctx)
-		go rm.every(ctx, rm.cfg.ReplicaLagTimeMax/2, rm.maybeShrinkIsr)
-		go rm.every(ctx, rm.cfg.HighWatermarkCheckpointInterval, func() { _ = rm.checkpointHighWatermarks() })
+		t.cancel = cancel
+		t.wg.Add(3)
+		go func() {
+			defer t.wg.Done()
+			t.dirs.watchLogDirFailures(ctx)
+		}()
+		go t.every(ctx, t.shrinkEvery, t.maybeShrinkIsr)
+		go t.every(ctx, t.checkpointEvery, func() { _ = t.checkpointHighWatermarks() })
 	})
 }
 
-func (rm *ReplicaManager) every(ctx context.Context, d time.Duration, f func()) {
-	defer rm.wg.Done()
-	t := time.NewTicker(d)
-	defer t.Stop()
+func (t *backgroundTasks) every(ctx context.Context, d time.Duration, f func()) {
+	defer t.wg.Done()
+	tick := time.NewTicker(d)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 			f()
 		}
 	}
 }
 
-// Shutdown stops fetchers and background tasks and writes a final HW checkpoint.
-func (rm *ReplicaManager) Shutdown() {
-	rm.stopOnce.Do(func() {
-		if rm.cancel != nil {
-			rm.cancel()
+// shutdown stops fetchers and background tasks and writes a final HW checkpoint.
+func (t *backgroundTasks) shutdown() {
+	t.stopOnce.Do(func() {
+		if t.cancel != nil {
+			t.cancel()
 		}
-		rm.wg.Wait()
-		rm.fetcher.Close()
-		if err := rm.checkpointHighWatermarks(); err != nil {
-			rm.log.WithError(err).Warn("final high watermark checkpoint failed")
+		t.wg.Wait()
+		t.fetcher.Close()
+		if err := t.checkpointHighWatermarks(); err != nil {
+			t.log.WithError(err).Warn("final high watermark checkpoint failed")
 		}
 	})
 }
 
 // maybeShrinkIsr runs the ISR-shrink step on every partition this broker leads (S10).
-func (rm *ReplicaManager) maybeShrinkIsr() {
-	now := rm.now()
-	for _, p := range rm.allPartitions() {
+func (t *backgroundTasks) maybeShrinkIsr() {
+	now := t.now()
+	for _, p := range t.pool.allPartitions() {
 		if p.maybeShrinkIsr(now) {
-			rm.purgatory.checkAndComplete(p.tp)
+			t.purgatory.checkAndComplete(p.tp)
 		}
 	}
 }
 
 // checkpointHighWatermarks writes every hosted partition's HW to replication-offset-checkpoint.
-func (rm *ReplicaManager) checkpointHighWatermarks() error {
+func (t *backgroundTasks) checkpointHighWatermarks() error {
 	hws := make(map[TopicPartition]int64)
-	for _, p := range rm.allPartitions() {
+	for _, p := range t.pool.allPartitions() {
 		hws[p.tp] = p.HighWatermark()
 	}
-	if err := rm.logs.CheckpointHighWatermarks(hws); err != nil {
-		rm.log.WithError(err).Warn("writing replication-offset-checkpoint")
+	if err := t.logs.CheckpointHighWatermarks(hws); err != nil {
+		t.log.WithError(err).Warn("writing replication-offset-checkpoint")
 		return err
 	}
 	return nil

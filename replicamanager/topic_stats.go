@@ -158,23 +158,19 @@ func (s *BrokerTopicStats) markProduce(topic string, code int16, records, bytes 
 	}
 }
 
-// BrokerTopicStats returns the replica manager's BrokerTopicMetrics (the broker marks the
-// fetch side with it).
-func (rm *ReplicaManager) BrokerTopicStats() *BrokerTopicStats { return rm.topicStats }
-
 // removeTopicStatsOfDeleted removes the meters of the topics of deleted partitions that the
 // broker no longer hosts any partition of (StopReplica with delete: topic deletion).
-func (rm *ReplicaManager) removeTopicStatsOfDeleted(deleted []TopicPartition) {
+func (c *controllerRequests) removeTopicStatsOfDeleted(deleted []TopicPartition) {
 	gone := map[string]bool{}
 	for _, tp := range deleted {
 		gone[tp.Topic] = true
 	}
-	rm.mu.RLock()
-	for tp := range rm.partitions {
+	c.pool.mu.RLock()
+	for tp := range c.pool.partitions {
 		delete(gone, tp.Topic)
 	}
-	rm.mu.RUnlock()
+	c.pool.mu.RUnlock()
 	for t := range gone {
-		rm.topicStats.Remove(t)
+		c.topicStats.Remove(t)
 	}
 }

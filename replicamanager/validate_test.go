@@ -29,11 +29,11 @@ func TestProduceRefusesBatchClaimingMoreRecordsThanItHolds(t *testing.T) {
 	binary.BigEndian.PutUint32(huge[17:], crc32.Checksum(huge[21:], crc32.MakeTable(crc32.Castagnoli)))
 
 	ch := make(chan ProduceResult, 1)
-	e.rm.AppendRecords(time.Second, -1, map[TopicPartition][]byte{tp0(): huge}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp0()] })
+	e.rm.Requests().AppendRecords(time.Second, -1, map[TopicPartition][]byte{tp0(): huge}, func(m map[TopicPartition]ProduceResult) { ch <- m[tp0()] })
 	if r := waitResult(t, ch, time.Second); r.ErrorCode != kerr.InvalidRecord.Code {
 		t.Fatalf("error %d (%v), want INVALID_RECORD", r.ErrorCode, kerr.ErrorForCode(r.ErrorCode))
 	}
-	p := e.rm.Partition(tp0())
+	p := e.rm.getPartition(tp0())
 	if leo, hw := p.log.LogEndOffset(), p.HighWatermark(); leo != 3 || hw != 3 {
 		t.Fatalf("LEO %d HW %d after the refused batch, want 3 and 3", leo, hw)
 	}

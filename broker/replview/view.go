@@ -21,7 +21,7 @@ import (
 //go:embed static
 var static embed.FS
 
-// Local is the replica manager's snapshot (replicamanager.ReplicaManager implements it).
+// Local is the replica manager's snapshot (*replicamanager.Requests implements it).
 type Local interface {
 	Snapshot(afterSeq uint64) replicamanager.Snapshot
 }
