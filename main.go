@@ -270,8 +270,8 @@ type runningBroker struct {
 	// dirsFailed receives the log dirs once none is online (the replica manager's
 	// SetAllLogDirsOffline): the broker shuts down.
 	dirsFailed chan []string
-	metrics    net.Addr // bound metrics address, nil when disabled
-	page       *replview.Deferred
+	metrics    net.Addr       // bound metrics address, nil when disabled
+	page       *replview.Page // served on the metrics listener from the start, 503 until Start
 }
 
 // startBroker constructs and starts everything. On error whatever was started is stopped
@@ -279,8 +279,9 @@ type runningBroker struct {
 func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ *runningBroker, err error) {
 	reg := metrics.NewRegistry()
 	bgCtx, bgCancel := context.WithCancel(context.Background())
-	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1), dirsFailed: make(chan []string, 1), page: &replview.Deferred{}}
 	events := replevents.New(cfg.BrokerID, 0) // the replication page's event journal
+	b := &runningBroker{log: log, bgCancel: bgCancel, serveErr: make(chan error, 1), dirsFailed: make(chan []string, 1),
+		page: replview.NewPage(cfg.BrokerID, events)}
 	defer func() {
 		if err != nil {
 			b.shutdown()
@@ -340,7 +341,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 				r.SetBrokerEpoch(e)
 			}
 		},
-		Log: log.WithField("component", componentZooKeeper),
+		OnControllerChange: b.page.OnControllerChange, // the page's journal records the controller's elections (S9)
+		Log:                log.WithField("component", componentZooKeeper),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper.connect %s: %w", cfg.ZookeeperConnect, err)
@@ -372,7 +374,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		default:
 		}
 	})
-	startReplicationPage(cfg, b, events, log)
+	b.page.Start(b.rmgr.Requests(), b.zk, log)
 
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
@@ -436,7 +438,9 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	go func() { b.serveErr <- b.srv.Serve() }()
 	b.rmgr.Start()
 
-	publishReplicationPage(cfg, b, log)
+	if addr := pageAddress(cfg, b.metrics); addr != "" {
+		b.page.Publish(b.zk, addr, log) // for the other brokers' cluster views
+	}
 	epoch, err := b.zk.Registrar.Register(ctx)
 	if err != nil {
 		if errors.Is(err, zkcoord.ErrBrokerIDInUse) {

@@ -16,19 +16,36 @@ import (
 //   - a broker key's synonyms are, in this order, its values in the per-broker dynamic config
 //     (DYNAMIC_BROKER_CONFIG), the cluster-default dynamic config (DYNAMIC_DEFAULT_BROKER_CONFIG),
 //     server.properties with --override (STATIC_BROKER_CONFIG) and the non-null defaults
-//     (DEFAULT_CONFIG); within each source, in the order of configdef.BrokerSynonyms; entries
-//     before the first one carrying the described name itself are dropped;
+//     (DEFAULT_CONFIG) — configdef's precedence (configdef.Layers.Settings), the one the replica
+//     manager's live configs follow; within each source, in the order of
+//     configdef.BrokerSynonyms; entries before the first one carrying the described name itself
+//     are dropped;
 //   - a topic key's synonyms are its /config/topics override (DYNAMIC_TOPIC_CONFIG), then the
 //     synonyms of its broker key (LogConfig.TopicConfigSynonyms);
 //   - the source is that of the first synonym, DEFAULT_CONFIG when there is none;
 //   - a topic value is the override, else what the broker's current config gives the topic
 //     (KafkaServer.copyKafkaConfigToLog: log.retention.hours=1 is retention.ms=3600000).
 
-// configSources are a broker's three sources of broker config values.
+// configSources are a broker's three sources of broker config values. Their precedence is
+// configdef's (configdef.Layers), shared with the replica manager's live configs.
 type configSources struct {
 	static     map[string]string // server.properties and --override
 	dynDefault map[string]string // /config/brokers/<default>
 	dynBroker  map[string]string // /config/brokers/<this id>
+}
+
+// layers are the sources as configdef's levels, with defaults as the default level.
+func (cs *configSources) layers(defaults map[string]string) *configdef.Layers[string] {
+	return &configdef.Layers[string]{Broker: cs.dynBroker, ClusterDefault: cs.dynDefault, Static: cs.static, Default: defaults}
+}
+
+// kafkaSources are the ConfigSource of each configdef level.
+var kafkaSources = map[configdef.Level]kmsg.ConfigSource{
+	configdef.TopicLevel:          kmsg.ConfigSourceDynamicTopicConfig,
+	configdef.BrokerLevel:         kmsg.ConfigSourceDynamicBrokerConfig,
+	configdef.ClusterDefaultLevel: kmsg.ConfigSourceDynamicDefaultBrokerConfig,
+	configdef.StaticLevel:         kmsg.ConfigSourceStaticBrokerConfig,
+	configdef.DefaultLevel:        kmsg.ConfigSourceDefaultConfig,
 }
 
 // configSynonym is one entry of a described config's synonyms.
@@ -65,12 +82,8 @@ func brokerKey(name string) *configdef.Key {
 // merged is the current raw value of a broker key: dynamic per-broker, then dynamic
 // default, then static.
 func (cs *configSources) merged(name string) (string, bool) {
-	for _, m := range []map[string]string{cs.dynBroker, cs.dynDefault, cs.static} {
-		if v, ok := m[name]; ok {
-			return v, true
-		}
-	}
-	return "", false
+	v, _, ok := cs.layers(nil).Value(name)
+	return v, ok
 }
 
 // brokerSynonyms is AdminManager.configSynonyms for name with its broker synonyms.
@@ -83,24 +96,12 @@ func (cs *configSources) brokerSynonyms(name string, sensitive bool) []configSyn
 		}
 	}
 	var out []configSynonym
-	for _, src := range []struct {
-		m      map[string]string
-		source kmsg.ConfigSource
-	}{
-		{cs.dynBroker, kmsg.ConfigSourceDynamicBrokerConfig},
-		{cs.dynDefault, kmsg.ConfigSourceDynamicDefaultBrokerConfig},
-		{cs.static, kmsg.ConfigSourceStaticBrokerConfig},
-		{defaults, kmsg.ConfigSourceDefaultConfig},
-	} {
-		for _, n := range names {
-			if v, ok := src.m[n]; ok {
-				s := configSynonym{name: n, source: src.source}
-				if !sensitive {
-					s.value = strPtr(v)
-				}
-				out = append(out, s)
-			}
+	for _, set := range cs.layers(defaults).Settings(names) {
+		s := configSynonym{name: set.Name, source: kafkaSources[set.Level]}
+		if !sensitive {
+			s.value = strPtr(set.Value)
 		}
+		out = append(out, s)
 	}
 	for i, s := range out {
 		if s.name == name {

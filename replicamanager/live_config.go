@@ -17,14 +17,13 @@ import (
 // Live configuration (issue 12; docs/live-configs.md §1–2). Every topic config and
 // every KIP-226 dynamic broker config that the replica manager or the log uses applies without
 // a restart. The DynamicConfigSource delivers each entity's complete config; the effective
-// config of a topic is, from the highest precedence down (Kafka 2.4's LogConfig over
-// DynamicBrokerConfig over KafkaConfig):
-//
-//	/config/topics/<t>              topic override (retention.ms, min.insync.replicas, ...)
-//	/config/brokers/<this id>       per-broker dynamic broker config (log.retention.ms, ...)
-//	/config/brokers/<default>       cluster-wide dynamic broker config
-//	server.properties / --override  static broker config
-//	configdef default               Kafka 2.4's default
+// config of a topic follows configdef's precedence (configdef.Layers, broker/config/configdef/
+// precedence.go, shared with DescribeConfigs): the topic override (retention.ms, ...) over
+// /config/brokers/<this id> (log.retention.ms, ...) over /config/brokers/<default> over
+// server.properties / --override over the configdef default. The two dynamic broker levels
+// are resolved by brokerLevelLocked through configdef.Layers; the static config and the
+// defaults are already the typed base (staticTopicDefaults), and the topic override goes on
+// top of that level (topicOverridesOn).
 //
 // A change is applied at once to every local partition it concerns: the partition's topicConfig
 // (min.insync.replicas for the next acks=all check, K2; unclean.leader.election.enable) and its
@@ -159,44 +158,61 @@ func dynamicBrokerKey(k string, clusterDefault bool) *configdef.Key {
 }
 
 // brokerLevelLocked computes the broker level of the topic configs and num.replica.fetchers:
-// the static config, then the cluster default, then this broker's dynamic config. Invalid
-// values are logged and skipped (they are validated when written).
+// each key this broker applies live takes its value from the highest dynamic level that sets
+// it validly (configdef.Layers: /config/brokers/<this id>, then <default>), else keeps the
+// static config's (server.properties and the configdef defaults, already typed in rm.cfg).
+// Invalid values are logged and skipped (they are validated when written), so the next level
+// down applies.
 func (rm *ReplicaManager) brokerLevelLocked() (topicConfig, int, logstore.CleanerOverrides) {
+	layers := configdef.Layers[any]{
+		ClusterDefault: rm.validDynamicLocked("brokers/<default>", rm.live.clusterDef, true),
+		Broker:         rm.validDynamicLocked("brokers/"+strconv.Itoa(int(rm.cfg.BrokerID)), rm.live.perBroker, false),
+	}
+	names := map[string]bool{}
+	for _, l := range configdef.Precedence() {
+		for k := range layers.At(l) {
+			names[k] = true
+		}
+	}
 	tc := rm.staticTopicDefaults()
 	fetchers := rm.cfg.NumReplicaFetchers
 	var cleaner logstore.CleanerOverrides
-	for _, layer := range []struct {
-		entity string
-		cfg    map[string]string
-	}{{"brokers/<default>", rm.live.clusterDef}, {"brokers/" + strconv.Itoa(int(rm.cfg.BrokerID)), rm.live.perBroker}} {
-		for _, k := range sortedKeys(layer.cfg) {
-			key := dynamicBrokerKey(k, layer.entity == "brokers/<default>")
-			if key == nil {
-				continue
-			}
-			v, err := key.ParseValid(layer.cfg[k])
-			if err != nil {
-				rm.dynLog().WithFields(logrus.Fields{"entity": layer.entity, "key": k, "value": layer.cfg[k]}).WithError(err).Warn("ignoring invalid dynamic broker config value")
-				continue
-			}
-			switch k {
-			case "num.replica.fetchers":
-				fetchers = int(v.(int64))
-				continue
-			case "log.cleaner.threads":
-				cleaner.Threads = int(v.(int64))
-				continue
-			case "log.cleaner.dedupe.buffer.size":
-				cleaner.DedupeBufferSize = v.(int64)
-				continue
-			case "log.cleaner.backoff.ms":
-				cleaner.Backoff = configdef.Scale(v.(int64), time.Millisecond)
-				continue
-			}
+	for _, k := range sortedKeys(names) {
+		v, _, _ := layers.Value(k)
+		switch k {
+		case "num.replica.fetchers":
+			fetchers = int(v.(int64))
+		case "log.cleaner.threads":
+			cleaner.Threads = int(v.(int64))
+		case "log.cleaner.dedupe.buffer.size":
+			cleaner.DedupeBufferSize = v.(int64)
+		case "log.cleaner.backoff.ms":
+			cleaner.Backoff = configdef.Scale(v.(int64), time.Millisecond)
+		default:
 			applyTopicConfig(&tc, brokerToTopicKey[k], v)
 		}
 	}
 	return tc, fetchers, cleaner
+}
+
+// validDynamicLocked parses one dynamic broker entity's config: the keys this broker applies
+// live and may take from that entity (clusterDefault: /config/brokers/<default>), with valid
+// values; an invalid value is logged and left out.
+func (rm *ReplicaManager) validDynamicLocked(entity string, cfg map[string]string, clusterDefault bool) map[string]any {
+	out := map[string]any{}
+	for _, k := range sortedKeys(cfg) {
+		key := dynamicBrokerKey(k, clusterDefault)
+		if key == nil {
+			continue
+		}
+		v, err := key.ParseValid(cfg[k])
+		if err != nil {
+			rm.dynLog().WithFields(logrus.Fields{"entity": entity, "key": k, "value": cfg[k]}).WithError(err).Warn("ignoring invalid dynamic broker config value")
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // logChanges logs each key whose value changed between old and cfg, and whether isrbroker
@@ -254,7 +270,7 @@ func (p *Partition) setConfig(tc topicConfig) {
 	p.log.SetConfig(tc.log)
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

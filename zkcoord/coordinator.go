@@ -59,6 +59,12 @@ type Config struct {
 	OnBrokerEpoch           func(epoch int64) // called after every (re-)registration with the new broker epoch (czxid)
 	Log                     logrus.FieldLogger
 
+	// OnControllerChange, when set, is told each time this broker's controller wins the
+	// election (elected, with the epoch won) or resigns (controller.Config.OnRoleChange, for the
+	// replication page's journal). It runs on the controller's event goroutine: it must return
+	// at once.
+	OnControllerChange func(elected bool, epoch int32)
+
 	// AutoLeaderRebalance, LeaderImbalanceCheckInterval and LeaderImbalancePerBrokerPercentage
 	// are auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds (default
 	// 300 s) and leader.imbalance.per.broker.percentage (K7).
@@ -333,6 +339,7 @@ func (c *Coordinator) StartController() {
 		LeaderImbalancePerBrokerPercentage: c.cfg.LeaderImbalancePerBrokerPercentage,
 		Registry:                           c.cfg.Registry,
 		Log:                                c.log,
+		OnRoleChange:                       c.cfg.OnControllerChange,
 	})
 	c.ctl.Start()
 	c.watchUncleanEnable(c.ctl)

@@ -32,17 +32,17 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 // The replication page's ZooKeeper reads (docs/replication-page.md): each broker's published page
 // address is found for every registered broker, a broker that published none has "", the
-// controller and its epoch are /controller and /controller_epoch, and the /controller watch
-// reports this broker winning the election (with the epoch it won) and, on the other broker,
-// the failover.
+// controller and its epoch are /controller and /controller_epoch, and Config.OnControllerChange
+// (the controller's own hook) reports this broker winning the election (with the epoch it won),
+// its resignation when it closes, and, on the other broker, the failover.
 func TestReplicationPagePeersAndControllerChanges(t *testing.T) {
 	s := startZK(t)
 	f1, f2 := newFakeBroker(t), newFakeBroker(t)
-	c1 := connectT(t, testConfig(t, s.Addr, 1, f1.port()))
-	c2 := connectT(t, testConfig(t, s.Addr, 2, f2.port()))
 	var ch1, ch2 controllerChanges
-	c1.OnControllerChange(ch1.record)
-	c2.OnControllerChange(ch2.record)
+	cfg1, cfg2 := testConfig(t, s.Addr, 1, f1.port()), testConfig(t, s.Addr, 2, f2.port())
+	cfg1.OnControllerChange, cfg2.OnControllerChange = ch1.record, ch2.record
+	c1 := connectT(t, cfg1)
+	c2 := connectT(t, cfg2)
 	if err := c1.PublishReplicationPage("b1:9101"); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,8 @@ func TestReplicationPagePeersAndControllerChanges(t *testing.T) {
 	if got := ch2.list(); got[0] != "elected@"+itoa(epoch+1) {
 		t.Fatalf("broker 2 changes %v, want elected@%d", got, epoch+1)
 	}
-	if got := ch1.list(); len(got) != 1 {
-		t.Errorf("broker 1 reported %v after Close", got)
+	if got := ch1.list(); len(got) != 2 || got[1] != "resigned@"+itoa(epoch) {
+		t.Errorf("broker 1 reported %v by its Close, want [elected@%d resigned@%d]", got, epoch, epoch)
 	}
 	peers, err = c2.ReplicationPeers()
 	if err != nil || len(peers) != 1 || peers[0].ID != 2 {

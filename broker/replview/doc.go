@@ -11,6 +11,11 @@
 //   - /replication: the page (HTML, CSS and JavaScript embedded in the binary, no network access
 //     but to this broker), polling cluster.json about once a second.
 //
-// It owns no replication state: it only reads the owners' snapshots (replicamanager, fetcher)
-// and ZooKeeper through zkcoord.
+// It is the page's whole server side: Page (page.go) is what main wires — the handler the
+// metrics listener serves from the start (503 until Start), the controller's elected/resigned
+// hook recording into the event journal (replicamanager/replevents, which the replica manager
+// records into too), and the publishing of this broker's page address. It owns no replication
+// state: it only reads the owners' snapshots (replicamanager, fetcher) and ZooKeeper through
+// the zkcoord methods behind the Cluster and Publisher interfaces (only zkcoord knows the
+// znodes).
 package replview

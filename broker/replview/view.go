@@ -202,28 +202,3 @@ func (v *View) fetchLocal(ctx context.Context, address string) (*LocalView, erro
 	}
 	return &lv, nil
 }
-
-// Deferred is an http.Handler that serves 503 until its View is set: main binds the metrics
-// listener before the replica manager and the coordinator exist.
-type Deferred struct {
-	mu sync.RWMutex
-	h  http.Handler
-}
-
-// Set installs the handler.
-func (d *Deferred) Set(h http.Handler) {
-	d.mu.Lock()
-	d.h = h
-	d.mu.Unlock()
-}
-
-func (d *Deferred) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d.mu.RLock()
-	h := d.h
-	d.mu.RUnlock()
-	if h == nil {
-		http.Error(w, "the broker is starting", http.StatusServiceUnavailable)
-		return
-	}
-	h.ServeHTTP(w, r)
-}

@@ -1,9 +1,10 @@
 // Package replevents is the broker's bounded journal of replication events for the live
 // replication page (docs/replication-page.md): ISR shrinks and expansions (S10, K4), a replica
 // becoming leader or follower with its leader epoch (S9, S14), follower log truncations with
-// their offsets (K1, S19, S20) and controller changes (S9). The replica manager and zkcoord
-// (through a callback wired by main) record into one Recorder; the page reads it. It imports
-// nothing of the repository, so every layer may record.
+// their offsets (K1, S19, S20) and controller changes (S9). The replica manager and the
+// controller (its elected/resigned hook, wired by main to broker/replview's Page) record into
+// one Recorder; the page reads it. It imports nothing of the repository, so every layer may
+// record.
 package replevents
 
 import (

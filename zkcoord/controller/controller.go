@@ -37,6 +37,11 @@ type Config struct {
 	// Dial opens the controller's connection to a broker; nil dials the Kafka protocol over
 	// TCP (broker/kproto). Unit tests record requests in memory instead.
 	Dial DialFunc
+	// OnRoleChange, when set, is told each time this broker becomes the active controller
+	// (active true, with the controller epoch it won) and each time it resigns (active false,
+	// with the epoch it held). It runs on the event goroutine, between two events, so it must
+	// return at once: no I/O, no waiting (the replication page records it in its journal).
+	OnRoleChange func(active bool, epoch int32)
 }
 
 // Controller is one broker's controller: it runs for election and, while elected, acts on
@@ -297,6 +302,7 @@ func (ct *Controller) resign(why string) {
 	ct.active.Store(false)
 	ct.mActive.Update(0)
 	ct.mOffline.Update(0)
+	ct.reportRole(false)
 	ct.zk.disarmAllBut("exists:" + pathController)
 	ct.ctx.reset()
 	ct.psm.reset()
@@ -304,6 +310,14 @@ func (ct *Controller) resign(why string) {
 	ct.deletion.reset()
 	ct.reassign.reset()
 	ct.log.WithField("reason", why).Info("resigned as controller")
+}
+
+// reportRole tells Config.OnRoleChange that this broker won (active) or gave up the
+// controller role at ct.ctx.epoch.
+func (ct *Controller) reportRole(active bool) {
+	if ct.cfg.OnRoleChange != nil {
+		ct.cfg.OnRoleChange(active, ct.ctx.epoch)
+	}
 }
 
 func (ct *Controller) updateGauges() {

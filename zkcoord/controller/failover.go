@@ -89,6 +89,7 @@ func (ct *Controller) elect() {
 		ct.mActive.Update(1)
 		ct.log = ct.cfg.Log.WithField("component", "controller").WithField("controllerEpoch", newEpoch)
 		ct.log.WithField("epochZkVersion", newVer).Info("elected controller")
+		ct.reportRole(true)
 		if err := ct.onControllerFailover(); err != nil {
 			ct.handleErr(err)
 		}

@@ -5,7 +5,10 @@
 // server.properties parsing and validation (broker/config), typo hints, the checks of topic
 // configs (CreateTopics, `topics --config`, /config/topics), the defaults the packages use
 // (logstore.DefaultConfig, the replica manager's and group coordinator's setDefaults) and
-// docs/configuration.md.
+// docs/configuration.md. It also writes once the precedence of a value's sources (Layers,
+// precedence.go: topic override, /config/brokers/<id>, /config/brokers/<default>,
+// server.properties, default), which DescribeConfigs and the replica manager's live configs
+// both resolve through.
 //
 // The package has no dependencies inside the module, so every layer may import it.
 package configdef
