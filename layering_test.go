@@ -26,6 +26,8 @@ var leaves = []string{
 	"broker/decaysample",      // the request histograms' reservoir
 	"replicamanager/replica",  // the pure replication core
 	"replicamanager/replevents",
+	"broker/security/jaas", // JAAS config text and Kafka's login-module options (docs/sasl.md)
+	"broker/security/sasl", // the server side of the SASL mechanisms (docs/sasl.md)
 }
 
 // importRules is the allow-list: for a package (the rule with the longest matching path prefix;
