@@ -46,7 +46,9 @@ type scramServer struct {
 
 func (s *scramServer) Name() string { return s.mech.name }
 
-func (s *scramServer) Start() Exchange { return &scramExchange{srv: s, state: "RECEIVE_CLIENT_FIRST_MESSAGE"} }
+func (s *scramServer) Start() Exchange {
+	return &scramExchange{srv: s, state: "RECEIVE_CLIENT_FIRST_MESSAGE"}
+}
 
 type scramExchange struct {
 	srv         *scramServer
