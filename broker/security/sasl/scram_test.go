@@ -51,6 +51,8 @@ func scramStore(t testing.TB) mapStore {
 	return s
 }
 
+func scramAuth(user, pass string) scram.Auth { return scram.Auth{User: user, Pass: pass} }
+
 func clientMech(m *ScramMechanism, a scram.Auth) ksasl.Mechanism {
 	if m == ScramSHA512Mechanism {
 		return a.AsSha512Mechanism()
