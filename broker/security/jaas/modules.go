@@ -107,7 +107,15 @@ func (e Entry) UnsecuredValidator() (UnsecuredValidatorOptions, error) {
 	o := DefaultUnsecuredValidatorOptions()
 	o.PrincipalClaimName = trimmedOr(e, "unsecuredValidatorPrincipalClaimName", o.PrincipalClaimName)
 	o.ScopeClaimName = trimmedOr(e, "unsecuredValidatorScopeClaimName", o.ScopeClaimName)
-	o.RequiredScope = strings.Fields(e.Options["unsecuredValidatorRequiredScope"])
+	for _, item := range strings.Split(strings.TrimSpace(e.Options["unsecuredValidatorRequiredScope"]), " ") {
+		if item == "" {
+			continue
+		}
+		if !validScopeItem(item) {
+			return o, fmt.Errorf("%s: option unsecuredValidatorRequiredScope: invalid scope value %q (RFC 6749 scope-token)", e.LoginModule, item)
+		}
+		o.RequiredScope = append(o.RequiredScope, item)
+	}
 	if v := strings.TrimSpace(e.Options["unsecuredValidatorAllowableClockSkewMs"]); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || ms < 0 {
@@ -116,6 +124,17 @@ func (e Entry) UnsecuredValidator() (UnsecuredValidatorOptions, error) {
 		o.AllowableClockSkew = time.Duration(ms) * time.Millisecond
 	}
 	return o, nil
+}
+
+// validScopeItem is RFC 6749's scope-token, 1*( %x21 / %x23-5B / %x5D-7E ), as Kafka's
+// OAuthBearerScopeUtils checks it.
+func validScopeItem(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7E || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // UnsecuredLoginOptions are the options of Kafka's OAuthBearerUnsecuredLoginCallbackHandler (the

@@ -165,6 +165,8 @@ func TestModuleOptions(t *testing.T) {
 	for opt, want := range map[string]string{
 		`unsecuredValidatorAllowableClockSkewMs="-1"`: "unsecuredValidatorAllowableClockSkewMs must be a non-negative integer",
 		`unsecuredValidatorAllowableClockSkewMs="x"`:  "unsecuredValidatorAllowableClockSkewMs must be a non-negative integer",
+		`unsecuredValidatorRequiredScope="a\tb"`:      `invalid scope value "a\tb"`,
+		`unsecuredValidatorRequiredScope='a "b"'`:     `invalid scope value "\"b\""`,
 	} {
 		e, _ := ParseConfigProperty("m.M required " + opt + ";")
 		if _, err := e.UnsecuredValidator(); err == nil || !strings.Contains(err.Error(), want) {
@@ -172,7 +174,7 @@ func TestModuleOptions(t *testing.T) {
 		}
 	}
 	for opt, want := range map[string]string{
-		``:                                        "unsecuredLoginStringClaim_sub (the principal) must be set",
+		``: "unsecuredLoginStringClaim_sub (the principal) must be set",
 		`unsecuredLoginPrincipalClaimName="user"`: "unsecuredLoginStringClaim_user",
 		`unsecuredLoginNumberClaim_n="x"`:         "unsecuredLoginNumberClaim_n must be a number",
 		`unsecuredLoginListClaim_l=""`:            "needs a separator",

@@ -45,7 +45,7 @@ func (t token) describe() string {
 
 // tokenizer splits JAAS text the way Java's StreamTokenizer does with Kafka's settings:
 // whitespace is every char <= ' '; words start with a letter, '_', '$' or a char >= U+00A0 and go on
-// with those, digits, '.' and '-'; numbers start with a digit, '.' or '-'+digit; '"' and '\'' quote;
+// with those, digits, '.' and '-'; numbers start with a digit, '.' or '-'+digit; '"' and '\” quote;
 // "//", "/* */" and a lone '/' are comments. Stricter than Java: an unterminated quoted string is an
 // error rather than a string that ends at the line end.
 type tokenizer struct {

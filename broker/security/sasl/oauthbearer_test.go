@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,16 @@ func rawJWS(header, claims, sig string) string {
 	return enc([]byte(header)) + "." + enc([]byte(claims)) + "." + sig
 }
 
+// urlJWS encodes claims whose base64url text has '-' or '_' (the token grammar admits no '+' or '/').
+func urlJWS(t *testing.T, claims string) string {
+	t.Helper()
+	s := rawJWS(`{"alg":"none"}`, claims, "")
+	if !strings.ContainsAny(s, "-_") {
+		t.Fatalf("claims %s encode without - or _", claims)
+	}
+	return s
+}
+
 func oauthServerWith(t *testing.T, jaasText string) Server {
 	t.Helper()
 	e, err := jaas.ParseConfigProperty(jaasText)
@@ -46,13 +57,14 @@ func TestOAuthBearerWithFranzGoClient(t *testing.T) {
 	skew := oauthServerWith(t, `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorAllowableClockSkewMs="2000";`)
 	scoped := oauthServerWith(t, `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required
 		unsecuredValidatorRequiredScope="read write" unsecuredValidatorScopeClaimName="scp" unsecuredValidatorPrincipalClaimName="user";`)
+	oneScope := oauthServerWith(t, `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="read";`)
 	const invalid = `{"status":"invalid_token"}`
 	for _, c := range []struct {
 		name  string
 		srv   Server
 		zid   string
 		token string
-		want  string // "" for success as alice
+		want  string // "" for success as alice, "true" for success as true, else the error
 	}{
 		{"ok", def, "", jws(t, map[string]any{"sub": "alice", "iat": now, "exp": now + 3600}), ""},
 		{"ok without iat, with extensions", def, "", jws(t, map[string]any{"sub": "alice", "exp": now + 1}), ""},
@@ -77,19 +89,29 @@ func TestOAuthBearerWithFranzGoClient(t *testing.T) {
 		{"claims an array", def, "", rawJWS(`{"alg":"none"}`, `[1]`, ""), invalid},
 		{"two parts", def, "", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0", invalid},
 		{"double dot", def, "", "eyJhbGciOiJub25lIn0..", invalid},
-		{"scope and principal claim", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": "write admin read"}), ""},
-		{"scope as list", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": []string{"read", "write"}}), ""},
+		{"scope list and principal claim", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": []string{"write", " admin", "read "}}), ""},
+		// Kafka takes a string scope claim as one item: it does not split it at spaces.
+		{"scope string is one item", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": "read write"}),
+			`{"status":"insufficient_scope", "scope":"[read, write]"}`},
+		{"scope string single", oneScope, "", jws(t, map[string]any{"sub": "alice", "exp": now + 60, "scope": " read "}), ""},
+		{"scope number", oneScope, "", jws(t, map[string]any{"sub": "alice", "exp": now + 60, "scope": 1}), invalid},
+		{"scope list with a number item", oneScope, "", jws(t, map[string]any{"sub": "alice", "exp": now + 60, "scope": []any{2, "read"}}), ""},
+		{"sub true is the text true", def, "", jws(t, map[string]any{"sub": true, "exp": now + 60}), "true"},
+		{"base64url alphabet", def, "", urlJWS(t, `{"sub":"alice","exp":1800000000,"x":"???>>>"}`), ""},
 		{"scope missing one", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": "read"}),
 			`{"status":"insufficient_scope", "scope":"[read, write]"}`},
 		{"no scope", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60}), `"insufficient_scope"`},
-		{"scope list not strings", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": []any{"read", 1}}), invalid},
+		{"scope list items not strings", scoped, "", jws(t, map[string]any{"user": "alice", "exp": now + 60, "scp": []any{"read", 1}}), `"insufficient_scope"`},
 		{"default principal claim unused", scoped, "", jws(t, map[string]any{"sub": "alice", "exp": now + 60, "scp": "read write"}), invalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mech := oauth.Auth{Zid: c.zid, Token: c.token, Extensions: map[string]string{"traceId": "abc-1"}}.AsMechanism()
 			r, err := exchange(t, c.srv, mech)
-			if c.want == "" {
-				if err != nil || r.AuthorizationID != "alice" || r.CredentialExpiry.IsZero() {
+			if c.want == "" || c.want == "true" {
+				if c.want == "" {
+					c.want = "alice"
+				}
+				if err != nil || r.AuthorizationID != c.want || r.CredentialExpiry.IsZero() {
 					t.Fatalf("result %+v, %v", r, err)
 				}
 				return

@@ -30,7 +30,8 @@ type clientFinalMsg struct {
 	withoutProof   string // client-final-message-without-proof, as received
 }
 
-// isSaslNameChar: ASCII 0x01-0x7F but '=' and ','; '=' only in =2C and =3D.
+// unescapeSaslName checks a saslname (ASCII 0x01-0x7F but ',', and '=' only in =2C and =3D) and
+// unescapes it.
 func unescapeSaslName(s, what string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("empty %s", what)
