@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kafka's login module classes (docs/sasl.md §1).
@@ -145,7 +146,7 @@ type UnsecuredLoginOptions struct {
 	Lifetime           time.Duration       // unsecuredLoginLifetimeSeconds, default 3600 s
 	StringClaims       map[string]string   // unsecuredLoginStringClaim_<name>
 	NumberClaims       map[string]float64  // unsecuredLoginNumberClaim_<name>
-	ListClaims         map[string][]string // unsecuredLoginListClaim_<name>: first char is the separator
+	ListClaims         map[string][]string // unsecuredLoginListClaim_<name>: first char is the separator, empty items dropped
 	Extensions         map[string]string   // unsecuredLoginExtension_<name>
 }
 
@@ -170,6 +171,11 @@ func (e Entry) UnsecuredLogin() (UnsecuredLoginOptions, error) {
 	}
 	for _, k := range e.OptionKeys() {
 		v := e.Options[k]
+		for _, prefix := range []string{"unsecuredLoginStringClaim_", "unsecuredLoginNumberClaim_", "unsecuredLoginListClaim_"} {
+			if c := strings.TrimPrefix(k, prefix); c != k && (c == "iat" || c == "exp") {
+				return o, fmt.Errorf("%s: option %s: the %s claim is set automatically and cannot be given", e.LoginModule, k, c)
+			}
+		}
 		switch {
 		case strings.HasPrefix(k, "unsecuredLoginStringClaim_"):
 			o.StringClaims[strings.TrimPrefix(k, "unsecuredLoginStringClaim_")] = v
@@ -180,13 +186,12 @@ func (e Entry) UnsecuredLogin() (UnsecuredLoginOptions, error) {
 			}
 			o.NumberClaims[strings.TrimPrefix(k, "unsecuredLoginNumberClaim_")] = n
 		case strings.HasPrefix(k, "unsecuredLoginListClaim_"):
-			if v == "" {
-				return o, fmt.Errorf("%s: option %s needs a separator as its first character", e.LoginModule, k)
-			}
-			var items []string
-			for _, it := range strings.Split(v[1:], v[:1]) {
-				if it != "" {
-					items = append(items, it)
+			items := []string{} // "" or a lone separator: an empty list
+			if _, size := utf8.DecodeRuneInString(v); len(v) > size {
+				for _, it := range strings.Split(v[size:], v[:size]) {
+					if it != "" {
+						items = append(items, it)
+					}
 				}
 			}
 			o.ListClaims[strings.TrimPrefix(k, "unsecuredLoginListClaim_")] = items

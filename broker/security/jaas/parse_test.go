@@ -177,13 +177,18 @@ func TestModuleOptions(t *testing.T) {
 		``: "unsecuredLoginStringClaim_sub (the principal) must be set",
 		`unsecuredLoginPrincipalClaimName="user"`: "unsecuredLoginStringClaim_user",
 		`unsecuredLoginNumberClaim_n="x"`:         "unsecuredLoginNumberClaim_n must be a number",
-		`unsecuredLoginListClaim_l=""`:            "needs a separator",
+		`unsecuredLoginStringClaim_exp="1"`:       "the exp claim is set automatically",
+		`unsecuredLoginNumberClaim_iat="1"`:       "the iat claim is set automatically",
 		`unsecuredLoginLifetimeSeconds="0"`:       "must be a positive integer",
 	} {
 		e, _ := ParseConfigProperty("m.M required " + opt + ";")
 		if _, err := e.UnsecuredLogin(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v", opt, err)
 		}
+	}
+	l, err = parseAndLogin(t, `m.M required unsecuredLoginStringClaim_sub="a" unsecuredLoginListClaim_e="" unsecuredLoginListClaim_f="," unsecuredLoginListClaim_g="éxéy";`)
+	if err != nil || len(l.ListClaims["e"]) != 0 || len(l.ListClaims["f"]) != 0 || !reflect.DeepEqual(l.ListClaims["g"], []string{"x", "y"}) {
+		t.Errorf("list claims %v, %v", l.ListClaims, err)
 	}
 	if d := DefaultUnsecuredValidatorOptions(); d.PrincipalClaimName != "sub" || d.ScopeClaimName != "scope" {
 		t.Errorf("defaults %+v", d)
@@ -227,4 +232,13 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func parseAndLogin(t *testing.T, text string) (UnsecuredLoginOptions, error) {
+	t.Helper()
+	e, err := ParseConfigProperty(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.UnsecuredLogin()
 }
