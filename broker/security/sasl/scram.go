@@ -57,6 +57,7 @@ type scramExchange struct {
 	serverFirst string
 	nonce       string // the server-first nonce: client nonce + server nonce
 	cred        ScramCredential
+	pending     Result // what completion will establish
 	result      Result
 }
 
@@ -87,7 +88,7 @@ func (x *scramExchange) Step(token []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	if done {
-		x.cred = ScramCredential{}
+		x.cred, x.result = ScramCredential{}, x.pending
 	}
 	return challenge, done, nil
 }
@@ -116,7 +117,7 @@ func (x *scramExchange) clientFirst(token []byte) ([]byte, *Error) {
 			return nil, generic(mech.name, "Token Authentication failed: Invalid tokenId : "+cf.username, nil)
 		}
 		x.cred = tok.Credential
-		x.result = Result{AuthorizationID: tok.Owner, CredentialExpiry: tok.Expiry, TokenAuthenticated: true}
+		x.pending = Result{AuthorizationID: tok.Owner, CredentialExpiry: tok.Expiry, TokenAuthenticated: true}
 	} else {
 		var cred ScramCredential
 		found, err := false, error(nil)
@@ -130,7 +131,7 @@ func (x *scramExchange) clientFirst(token []byte) ([]byte, *Error) {
 			return nil, generic(mech.name, "Authentication failed: Invalid user credentials", nil)
 		}
 		x.cred = cred
-		x.result = Result{AuthorizationID: cf.username}
+		x.pending = Result{AuthorizationID: cf.username}
 	}
 	if cf.authzid != "" && cf.authzid != cf.username {
 		return nil, visible(mech.name, "Authentication failed: Client requested an authorization id that is different from username")

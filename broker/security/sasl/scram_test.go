@@ -213,6 +213,9 @@ func TestScramFinalMessageChecks(t *testing.T) {
 			sfinal, done, err := x.Step(c.final(cl))
 			if !c.ok {
 				wantSaslError(t, err, kerr.SaslAuthenticationFailed, genericText+"SCRAM-SHA-256")
+				if x.Result() != (Result{}) {
+					t.Errorf("a failed exchange has the result %+v", x.Result())
+				}
 				_, _, err = x.Step(c.final(cl))
 				wantSaslError(t, err, kerr.IllegalSaslState, "state FAILED")
 				return
@@ -334,9 +337,9 @@ func TestScramRFC7677Vector(t *testing.T) {
 	x := &scramExchange{srv: &scramServer{mech: ScramSHA256Mechanism}, state: "RECEIVE_CLIENT_FINAL_MESSAGE", first: first, cred: cred,
 		nonce:       "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
 		serverFirst: "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"}
-	x.result = Result{AuthorizationID: "user"}
+	x.pending = Result{AuthorizationID: "user"}
 	sfinal, done, err := x.Step([]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
-	if err != nil || !done || string(sfinal) != "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
+	if err != nil || !done || string(sfinal) != "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" || x.Result().AuthorizationID != "user" {
 		t.Fatalf("RFC 7677 vector: %q %v %v", sfinal, done, err)
 	}
 }
