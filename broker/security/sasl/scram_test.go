@@ -115,9 +115,11 @@ func TestScramWithFranzGoClient(t *testing.T) {
 
 // scramClient is a hand-made client for the messages franz-go would not send.
 type scramClient struct {
-	m            *ScramMechanism
-	user, pw     string
-	cnonce       string
+	m        *ScramMechanism
+	user, pw string
+	cnonce   string
+	gs2      string // "" means "n,,"
+
 	first        string // client-first-message
 	serverFirst  string
 	salt         []byte
@@ -127,7 +129,10 @@ type scramClient struct {
 }
 
 func (c *scramClient) clientFirst() []byte {
-	c.first = "n,,n=" + c.user + ",r=" + c.cnonce
+	if c.gs2 == "" {
+		c.gs2 = "n,,"
+	}
+	c.first = c.gs2 + "n=" + c.user + ",r=" + c.cnonce
 	return []byte(c.first)
 }
 
@@ -151,7 +156,7 @@ func (c *scramClient) readServerFirst(t *testing.T, sf []byte) {
 // computed over the message as sent.
 func (c *scramClient) final(cb, nonce string) []byte {
 	c.finalWoProof = "c=" + base64.StdEncoding.EncodeToString([]byte(cb)) + ",r=" + nonce
-	authMessage := strings.TrimPrefix(c.first, "n,,") + "," + c.serverFirst + "," + c.finalWoProof
+	authMessage := strings.TrimPrefix(c.first, c.gs2) + "," + c.serverFirst + "," + c.finalWoProof
 	sp, _ := c.m.saltedPassword(c.pw, c.salt, c.iterations)
 	clientKey := c.m.hmac(sp, "Client Key")
 	sig := c.m.hmac(c.m.h(clientKey), authMessage)
@@ -229,6 +234,20 @@ func TestScramFinalMessageChecks(t *testing.T) {
 
 func (c *scramClient) finalWoProofOf(cb string) string {
 	return "c=" + base64.StdEncoding.EncodeToString([]byte(cb)) + ",r=" + c.serverNonce
+}
+
+// TestScramChannelBindingWithAuthzid: with an authzid in the gs2 header, c= may repeat that header
+// (RFC 5802) or be "n,," (the Java client's constant); another header is refused.
+func TestScramChannelBindingWithAuthzid(t *testing.T) {
+	srv := NewScram(ScramSHA256Mechanism, scramStore(t), nil)
+	for cb, ok := range map[string]bool{"n,a=alice,": true, "n,,": true, "n,a=bob,": false, "n,a=alice": false} {
+		cl := &scramClient{m: ScramSHA256Mechanism, user: "alice", pw: "alice-secret", cnonce: "abc", gs2: "n,a=alice,"}
+		x := startScram(t, srv, cl)
+		_, done, err := x.Step(cl.final(cb, cl.serverNonce))
+		if ok != (err == nil && done) {
+			t.Errorf("c=%q: %v %v, want ok=%v", cb, done, err, ok)
+		}
+	}
 }
 
 // TestScramReplay: a recorded client-final, replayed into the finished exchange or into a new
