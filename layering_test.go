@@ -26,7 +26,9 @@ var leaves = []string{
 	"broker/decaysample",      // the request histograms' reservoir
 	"replicamanager/replica",  // the pure replication core
 	"replicamanager/replevents",
-	"broker/security/acl", // Kafka's ACL model and the AclAuthorizer decision
+	"broker/security/acl",  // Kafka's ACL model and the AclAuthorizer decision
+	"broker/security/jaas", // JAAS config text and Kafka's login-module options (docs/sasl.md)
+	"broker/security/sasl", // the server side of the SASL mechanisms (docs/sasl.md)
 }
 
 // importRules is the allow-list: for a package (the rule with the longest matching path prefix;
