@@ -55,6 +55,11 @@ type conn struct {
 	// lastClientID is the previous request's client id, reused for the next when equal
 	// (kproto.ParseHeaderReusing); the reader's only.
 	lastClientID *string
+
+	// principal is who the connection authenticated as (authz.go): User:ANONYMOUS on a
+	// PLAINTEXT listener; clientHost its peer's IP as Kafka's ACLs write it.
+	principal  atomic.Pointer[string]
+	clientHost string
 }
 
 // slot is the future response of one request.
@@ -89,6 +94,9 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		zeroCopy: isSocket(nc),
 	}
 	c.out.init(nc)
+	anon := AnonymousPrincipal
+	c.principal.Store(&anon)
+	c.clientHost = peerHost(nc.RemoteAddr())
 	return c
 }
 

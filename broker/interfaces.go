@@ -75,4 +75,7 @@ type Deps struct {
 	// Reassignments serves AlterPartitionReassignments and ListPartitionReassignments on
 	// this broker's controller. nil: NOT_CONTROLLER.
 	Reassignments Reassigner
+	// ACLs is the authorizer (authorizer.class.name) and its ZooKeeper store (authz.go). nil:
+	// no authorizer, every request is allowed and the ACL APIs answer SECURITY_DISABLED.
+	ACLs ACLs
 }

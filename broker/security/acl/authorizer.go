@@ -179,8 +179,13 @@ func (a *Authorizer) Bindings(f Filter) []Binding {
 		}
 	}
 	a.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return bindingLess(out[i], out[j]) })
-	return out
+	return SortBindings(out)
+}
+
+// SortBindings sorts bs in place by resource pattern, then entry, and returns it.
+func SortBindings(bs []Binding) []Binding {
+	sort.Slice(bs, func(i, j int) bool { return bindingLess(bs[i], bs[j]) })
+	return bs
 }
 
 func bindingLess(x, y Binding) bool {
