@@ -55,6 +55,10 @@ func (r *Reloadable) GetConfigForClient(*tls.ClientHelloInfo) (*tls.Config, erro
 	return r.cur.Load().server, nil
 }
 
+// ClientConfig is the current settings' client configuration (Settings.ClientConfig): a dial
+// after a Reload presents the new keystore.
+func (r *Reloadable) ClientConfig(host string) *tls.Config { return r.cur.Load().ClientConfig(host) }
+
 // GetCertificate is a tls.Config hook for callers that build their own configuration: the current
 // keystore's certificate that suits the client's hello (the first when none says it suits).
 func (r *Reloadable) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {

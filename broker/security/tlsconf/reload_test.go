@@ -61,6 +61,11 @@ func TestReload(t *testing.T) {
 		if r.Current().ClientAuth != 0 {
 			t.Fatal("a non-reconfigurable key was applied")
 		}
+		// The broker as a client presents the new keystore too.
+		c := r.ClientConfig("localhost")
+		if got := c.Certificates[0].Leaf.SerialNumber.String(); got != "12" {
+			t.Fatalf("client certificate serial %s, want 12", got)
+		}
 	})
 	t.Run("the same location rewritten is read again", func(t *testing.T) {
 		// Kafka rebuilds when the file changed under the same path; so does a Reload.

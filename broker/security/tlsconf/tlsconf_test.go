@@ -167,6 +167,15 @@ func TestStores(t *testing.T) {
 			t.Fatalf("JKS trust store without password: %d certificates", len(s.TrustedCerts))
 		}
 	})
+	t.Run("PKCS12 from keytool", func(t *testing.T) {
+		// keytool's own PKCS12 (PBES2/AES with an HmacSHA256 MAC since JDK 12).
+		f.keytool("broker")
+		p12 := f.path("broker-keytool.p12")
+		f.run("keytool", "-importkeystore", "-noprompt", "-srckeystore", f.path("broker.jks"), "-srcstoretype", "JKS",
+			"-srcstorepass", storePass, "-srcalias", "broker", "-srckeypass", keyPass,
+			"-destkeystore", p12, "-deststoretype", "PKCS12", "-deststorepass", storePass, "-destkeypass", storePass)
+		checkBrokerStore(t, f, map[string]string{KeyKeystoreType: "PKCS12", KeyKeystoreLocation: p12, KeyKeystorePassword: storePass})
+	})
 	t.Run("PKCS12 trust store from keytool", func(t *testing.T) {
 		f.keytool("broker")
 		s := mustParse(t, map[string]string{KeyTruststoreType: "pkcs12", KeyTruststoreLocation: f.path("trust.pkcs12"), KeyTruststorePassword: trustPass})
@@ -174,6 +183,32 @@ func TestStores(t *testing.T) {
 			t.Fatalf("PKCS12 trust store: %v", s.TrustedCerts)
 		}
 	})
+}
+
+// Encrypted PKCS#8 keys as openssl writes them with other PBES2 ciphers and PRFs.
+func TestEncryptedPEMKeyVariants(t *testing.T) {
+	f := newFixtures(t)
+	for _, v := range [][]string{
+		{"aes-128-cbc", "hmacWithSHA512"},
+		{"aes-192-cbc", "hmacWithSHA384"},
+		{"des3", "hmacWithSHA1"},
+	} {
+		out := f.path("broker-" + v[0] + ".key")
+		f.openssl("pkcs8", "-topk8", "-in", f.path("broker.key"), "-out", out, "-v2", v[0], "-v2prf", v[1], "-passout", "pass:"+keyPass)
+		s, err := Parse(map[string]string{KeyKeystoreType: "PEM", KeyKeystoreKey: f.read("broker-" + v[0] + ".key"),
+			KeyKeystoreCertChain: f.read("broker.pem"), KeyKeyPassword: keyPass})
+		if err != nil || !s.HasKeystore() {
+			t.Errorf("%v: %v", v, err)
+		}
+	}
+	// PKCS#1 and legacy PBES1 keys are refused with the key named.
+	f.openssl("pkcs8", "-topk8", "-in", f.path("broker.key"), "-out", f.path("broker-pbes1.key"), "-v1", "PBE-SHA1-3DES", "-passout", "pass:"+keyPass)
+	_, err := Parse(map[string]string{KeyKeystoreType: "PEM", KeyKeystoreKey: f.read("broker-pbes1.key"),
+		KeyKeystoreCertChain: f.read("broker.pem"), KeyKeyPassword: keyPass})
+	wantKeyError(t, err, KeyKeystoreKey)
+	f.openssl("ec", "-in", f.path("broker.key"), "-out", f.path("broker-sec1.key"))
+	_, err = Parse(map[string]string{KeyKeystoreType: "PEM", KeyKeystoreKey: f.read("broker-sec1.key"), KeyKeystoreCertChain: f.read("broker.pem")})
+	wantKeyError(t, err, KeyKeystoreKey)
 }
 
 func checkBrokerStore(t *testing.T, f *fixtures, keys map[string]string) {
@@ -332,6 +367,30 @@ func TestHandshakes(t *testing.T) {
 		strangerKeys := f.pemKeys("stranger")
 		if r := handshake(t, mustParse(t, strangerKeys).ServerConfig(), mustParse(t, none).ClientConfig("localhost")); r.clientErr == nil {
 			t.Fatal("empty algorithm: an untrusted server certificate was accepted")
+		}
+	})
+	t.Run("TLS 1.0 is accepted by default, as Kafka 2.4 does", func(t *testing.T) {
+		r := handshake(t, mustParse(t, keys).ServerConfig(),
+			&tls.Config{RootCAs: f.caPool(), ServerName: "localhost", MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS10})
+		if r.clientErr != nil || r.client.Version != tls.VersionTLS10 {
+			t.Fatalf("version %x, %v; want TLS 1.0", r.client.Version, r.clientErr)
+		}
+		r = handshake(t, mustParse(t, copyKeys(keys, KeyEnabledProtocols, "TLSv1.2")).ServerConfig(),
+			&tls.Config{RootCAs: f.caPool(), ServerName: "localhost", MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
+		if r.serverErr == nil {
+			t.Fatal("ssl.enabled.protocols=TLSv1.2 accepted a TLS 1.1 client")
+		}
+	})
+	t.Run("cipher suites restrict the handshake", func(t *testing.T) {
+		// The fixtures' keys are ECDSA: an RSA-only suite list leaves nothing to agree on.
+		rsaOnly := copyKeys(keys, KeyCipherSuites, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+		if r := handshake(t, mustParse(t, rsaOnly).ServerConfig(), &tls.Config{RootCAs: f.caPool(), ServerName: "localhost"}); r.serverErr == nil {
+			t.Fatal("an ECDSA key was served with only an RSA suite enabled")
+		}
+		ecdsa := copyKeys(keys, KeyCipherSuites, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384")
+		r := handshake(t, mustParse(t, ecdsa).ServerConfig(), &tls.Config{RootCAs: f.caPool(), ServerName: "localhost"})
+		if r.clientErr != nil || r.client.CipherSuite != tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 {
+			t.Fatalf("suite %x, %v", r.client.CipherSuite, r.clientErr)
 		}
 	})
 	t.Run("TLS 1.3 is not offered by default", func(t *testing.T) {
