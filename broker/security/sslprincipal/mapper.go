@@ -39,6 +39,7 @@ type rule struct {
 	source      string         // the pattern as written, for messages
 	whole       *regexp.Regexp // the pattern anchored at both ends: Java's Matcher.matches()
 	re          *regexp.Regexp // the pattern as written: Java's String.replaceAll
+	afterRune   *regexp.Regexp // one rune of context, then the pattern: a match at a given position
 	replacement string
 	lower       bool
 	upper       bool
@@ -93,6 +94,7 @@ func ParseRules(value string) (*Mapper, error) {
 			source:      pattern,
 			whole:       regexp.MustCompile(`\A(?:` + pattern + `)\z`),
 			re:          re,
+			afterRune:   regexp.MustCompile(`\A(?s:.)(?:` + pattern + `)`),
 			replacement: replacement,
 			lower:       caseFold == "L",
 			upper:       caseFold == "U",
@@ -196,18 +198,38 @@ func escapeLiteralBackReferences(unescaped string, groups int) (string, error) {
 
 // replaceAll is Java's String.replaceAll(pattern, replacement) with Java's replacement syntax:
 // "\x" is a literal x, "$N" group N (digits taken while the number stays a group), "${name}" a
-// named group. One difference stays: Go skips an empty match right after a match, Java does not
-// (Java's "abc".replaceAll(".*", "x") is "xx"); a rule whose pattern cannot match the empty
-// string, or is anchored with ^ or $ as Kafka's examples are, maps alike (docs/security.md §2).
+// named group. Java's and Go's match sequences differ in one place, which is restored here: Go
+// skips an empty match right where a non-empty match ended, Java replaces it too (Java's
+// "abc".replaceAll(".*", "x") is "xx"; docs/security.md §2).
 func (r rule) replaceAll(s, replacement string) (string, error) {
 	var b strings.Builder
 	last := 0
-	for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+	matches := r.re.FindAllStringSubmatchIndex(s, -1)
+	for i, m := range matches {
 		b.WriteString(s[last:m[0]])
 		if err := r.expand(&b, replacement, s, m); err != nil {
 			return "", err
 		}
 		last = m[1]
+		if m[1] == m[0] || (i+1 < len(matches) && matches[i+1][0] == m[1]) {
+			continue
+		}
+		// Go delivered no match starting where this one ended: if the pattern matches there,
+		// that match is the empty one Go dropped. The rune before gives ^, \b and \B their
+		// context.
+		_, size := utf8.DecodeLastRuneInString(s[:m[1]])
+		at := m[1] - size
+		if em := r.afterRune.FindStringSubmatchIndex(s[at:]); em != nil && em[1] == size {
+			for j := range em {
+				if em[j] >= 0 {
+					em[j] += at
+				}
+			}
+			em[0] = m[1]
+			if err := r.expand(&b, replacement, s, em); err != nil {
+				return "", err
+			}
+		}
 	}
 	b.WriteString(s[last:])
 	return b.String(), nil

@@ -127,6 +127,16 @@ func TestMapperReplacement(t *testing.T) {
 		{"RULE:^CN=(\\w+),O=(\\w+)$/$2\\/$1/", "CN=x,O=y", "y/x"},               // an escaped slash
 		{"RULE:^CN=([a-z]+)(?:,.*)?$/U-$1/U", "CN=ann,OU=x", "U-ANN"},           // upper-cased after replacement
 		{"RULE:^CN=([A-Z]+)(?:,.*)?$/Svc_$1/L", "CN=BROKER,OU=x", "svc_broker"}, // lower-cased after replacement
+		// Java's replaceAll also replaces the empty match where a whole-DN match ended (Kafka's
+		// mapper on JDK 17 gives these); anchored patterns have none.
+		{"RULE:(.*)/[$1]/", "CN=abc", "[CN=abc][]"},
+		{"RULE:.*/x/", "CN=abc", "xx"},
+		{"RULE:^(.*)$/[$1]/", "CN=abc", "[CN=abc]"},
+		{`RULE:\w*\b/x/`, "abc", "xx"},
+		{`RULE:\w+|\B/x/`, "abc", "x"}, // \B at the end needs the rune before it: not a match
+		{`RULE:\w+|\b/x/`, "abc", "xx"},
+		{`RULE:(?m)\w+|^/x/`, "abc", "x"},
+		{"RULE:(a*)(b*)/[$1|$2]/", "ab", "[a|b][|]"},
 	} {
 		got, err := mustRules(t, c.rules).Name(c.dn)
 		if err != nil || got != c.want {
