@@ -61,6 +61,7 @@ func (e *NoMatchingRuleError) Error() string {
 // as look-arounds or back-references) is an error too.
 func ParseRules(value string) (*Mapper, error) {
 	var m Mapper
+	var err error
 	for _, sm := range ruleSplitter.FindAllStringSubmatch(strings.TrimSpace(value), -1) {
 		r := sm[1]
 		loc := ruleParser.FindStringSubmatchIndex(r)
@@ -86,15 +87,17 @@ func ParseRules(value string) (*Mapper, error) {
 		}
 		replacement, _ := group(3)
 		caseFold, _ := group(4)
-		re, err := regexp.Compile(pattern)
-		if err != nil {
-			return nil, fmt.Errorf("%s: rule %q: pattern %q: %w", RulesKey, r, pattern, err)
+		var res [3]*regexp.Regexp
+		for i, expr := range []string{pattern, `\A(?:` + pattern + `)\z`, `\A(?s:.)(?:` + pattern + `)`} {
+			if res[i], err = regexp.Compile(expr); err != nil {
+				return nil, fmt.Errorf("%s: rule %q: pattern %q: %w", RulesKey, r, pattern, err)
+			}
 		}
 		m.rules = append(m.rules, rule{
 			source:      pattern,
-			whole:       regexp.MustCompile(`\A(?:` + pattern + `)\z`),
-			re:          re,
-			afterRune:   regexp.MustCompile(`\A(?s:.)(?:` + pattern + `)`),
+			re:          res[0],
+			whole:       res[1],
+			afterRune:   res[2],
 			replacement: replacement,
 			lower:       caseFold == "L",
 			upper:       caseFold == "U",
