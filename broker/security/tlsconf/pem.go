@@ -68,9 +68,13 @@ func pemCertificates(text string) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// errKeyPassword marks a private key that could not be decrypted or that does not match
+// keyPasswordError marks a private key that could not be decrypted, or that does not match
 // ssl.key.password being set or not: the caller names ssl.key.password.
-var errKeyPassword = errors.New("key password")
+type keyPasswordError struct{ msg string }
+
+func (e *keyPasswordError) Error() string { return e.msg }
+
+func errKeyPassword(msg string) error { return &keyPasswordError{msg} }
 
 // pemPrivateKey returns the one PKCS#8 private key of text: "PRIVATE KEY" when password is empty,
 // "ENCRYPTED PRIVATE KEY" (PBES2) decrypted with password otherwise, as Kafka 2.7's PemStore reads
@@ -98,9 +102,9 @@ func pemPrivateKey(text, password string) (crypto.PrivateKey, error) {
 	case k.kind == "PRIVATE KEY" && password == "":
 		return x509.ParsePKCS8PrivateKey(k.der)
 	case k.kind == "PRIVATE KEY":
-		return nil, fmt.Errorf("%w: set, but the private key is not encrypted (PKCS#8 ENCRYPTED PRIVATE KEY expected)", errKeyPassword)
+		return nil, errKeyPassword("set, but the private key is not encrypted (PKCS#8 ENCRYPTED PRIVATE KEY expected)")
 	case k.kind == "ENCRYPTED PRIVATE KEY" && password == "":
-		return nil, fmt.Errorf("%w: not set, but the private key is encrypted", errKeyPassword)
+		return nil, errKeyPassword("not set, but the private key is encrypted")
 	case k.kind == "ENCRYPTED PRIVATE KEY":
 		der, err := decryptPKCS8(k.der, []byte(password))
 		if err != nil {
@@ -108,7 +112,7 @@ func pemPrivateKey(text, password string) (crypto.PrivateKey, error) {
 		}
 		key, err := x509.ParsePKCS8PrivateKey(der)
 		if err != nil {
-			return nil, fmt.Errorf("%w: cannot decrypt the private key (wrong password?)", errKeyPassword)
+			return nil, errKeyPassword("cannot decrypt the private key (wrong password?)")
 		}
 		return key, nil
 	}
@@ -222,11 +226,11 @@ func decryptPKCS8(der, password []byte) ([]byte, error) {
 	// PKCS#7 padding: a wrong password shows here (or in the DER that follows).
 	n := int(plain[len(plain)-1])
 	if n == 0 || n > block.BlockSize() {
-		return nil, fmt.Errorf("%w: cannot decrypt the private key (wrong password?)", errKeyPassword)
+		return nil, errKeyPassword("cannot decrypt the private key (wrong password?)")
 	}
 	for _, c := range plain[len(plain)-n:] {
 		if int(c) != n {
-			return nil, fmt.Errorf("%w: cannot decrypt the private key (wrong password?)", errKeyPassword)
+			return nil, errKeyPassword("cannot decrypt the private key (wrong password?)")
 		}
 	}
 	return plain[:len(plain)-n], nil

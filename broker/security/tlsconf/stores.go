@@ -162,8 +162,9 @@ func pemKeyPair(chainText, keyText, keyPassword, keyKey, chainKey string) (tls.C
 		return tls.Certificate{}, keyErr(chainKey, err, "PEM certificate chain")
 	}
 	key, err := pemPrivateKey(keyText, keyPassword)
-	if errors.Is(err, errKeyPassword) {
-		return tls.Certificate{}, keyErr(KeyKeyPassword, err, "PEM private key")
+	var kpe *keyPasswordError
+	if errors.As(err, &kpe) {
+		return tls.Certificate{}, keyErr(KeyKeyPassword, nil, "PEM private key: %s", kpe.msg)
 	}
 	if err != nil {
 		return tls.Certificate{}, keyErr(keyKey, err, "PEM private key")

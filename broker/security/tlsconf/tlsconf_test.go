@@ -266,6 +266,11 @@ func TestStoreErrorsNameTheKey(t *testing.T) {
 		_, err := Parse(map[string]string{KeyKeystoreType: "PEM", KeyKeystoreKey: f.read("broker-enc.key"), KeyKeystoreCertChain: f.read("broker.pem")})
 		wantKeyError(t, err, KeyKeyPassword)
 	})
+	t.Run("PEM unencrypted key with a key password", func(t *testing.T) {
+		_, err := Parse(map[string]string{KeyKeystoreType: "PEM", KeyKeystoreKey: f.read("broker.key"),
+			KeyKeystoreCertChain: f.read("broker.pem"), KeyKeyPassword: keyPass})
+		wantKeyError(t, err, KeyKeyPassword)
+	})
 	t.Run("PEM with a store password", func(t *testing.T) {
 		keys := f.pemKeys("broker")
 		keys[KeyKeystorePassword] = storePass
