@@ -26,9 +26,11 @@ var leaves = []string{
 	"broker/decaysample",      // the request histograms' reservoir
 	"replicamanager/replica",  // the pure replication core
 	"replicamanager/replevents",
-	"broker/security/acl",  // Kafka's ACL model and the AclAuthorizer decision
-	"broker/security/jaas", // JAAS config text and Kafka's login-module options (docs/sasl.md)
-	"broker/security/sasl", // the server side of the SASL mechanisms (docs/sasl.md)
+	"broker/security/acl",          // Kafka's ACL model and the AclAuthorizer decision
+	"broker/security/jaas",         // JAAS config text and Kafka's login-module options (docs/sasl.md)
+	"broker/security/sasl",         // the server side of the SASL mechanisms (docs/sasl.md)
+	"broker/security/sslprincipal", // the SSL principal: Java's RFC 2253 DN text, ssl.principal.mapping.rules
+	"broker/security/tlsconf",      // crypto/tls configs from Kafka's ssl.* keys, live keystore reload (imports sslprincipal)
 }
 
 // importRules is the allow-list: for a package (the rule with the longest matching path prefix;
