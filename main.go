@@ -376,6 +376,10 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	})
 	b.page.Start(b.rmgr.Requests(), b.zk, log)
 
+	acls, err := newAuthorizer(cfg, b.zk)
+	if err != nil {
+		return nil, err
+	}
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
 		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
@@ -395,7 +399,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
-	}, brokerDeps(b.rmgr, b.zk))
+	}, brokerDeps(b.rmgr, b.zk, acls))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
 	b.rmgr.SetKnownPartition(func(tp replicamanager.TopicPartition) bool {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/isrbroker/isrbroker/broker"
+	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 	"github.com/isrbroker/isrbroker/zkcoord/admin"
@@ -17,6 +21,7 @@ import (
 
 // The wire server's collaborators (broker.Deps).
 var (
+	_ broker.ACLs                   = aclAuthorizer{}
 	_ broker.Replicas               = (*replicamanager.Requests)(nil)
 	_ broker.AnyReplicaOffsetLister = (*replicamanager.Requests)(nil)
 	_ broker.RecordsDeleter         = (*replicamanager.Requests)(nil)
@@ -48,8 +53,9 @@ var (
 
 // brokerDeps wires the wire server to the replica manager and the ZooKeeper coordinator's
 // roles.
-func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator) broker.Deps {
+func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator, acls broker.ACLs) broker.Deps {
 	return broker.Deps{
+		ACLs:               acls,
 		Replicas:           rmgr.Requests(),
 		AnyReplicaOffsets:  rmgr.Requests(),
 		RecordsDeleter:     rmgr.Requests(),
@@ -63,6 +69,43 @@ func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator) br
 		Elections:          zk,
 		Reassignments:      zk,
 	}
+}
+
+// aclAuthorizer is broker.ACLs: the authorizer's cache, kept by zk's ACL store (loaded at start,
+// then following the change notifications), and the writes of CreateAcls/DeleteAcls, which
+// reach the cache at once (Kafka's AclAuthorizer updates its own cache before answering).
+type aclAuthorizer struct {
+	a     *acl.Authorizer
+	store *agent.ACLStore
+}
+
+func (z aclAuthorizer) Authorizer() *acl.Authorizer { return z.a }
+
+func (z aclAuthorizer) UpdateACLs(r acl.Resource, change func([]acl.Entry) []acl.Entry) ([]acl.Entry, error) {
+	entries, err := z.store.Update(r, change)
+	if err != nil {
+		return nil, err
+	}
+	z.a.SetACLs(r, entries)
+	return entries, nil
+}
+
+// newAuthorizer builds the authorizer authorizer.class.name asks for (nil: none) and fills it
+// from ZooKeeper before the broker serves its first request.
+func newAuthorizer(cfg *config.Config, zk *zkcoord.Coordinator) (broker.ACLs, error) {
+	if cfg.AuthorizerClassName == "" {
+		return nil, nil
+	}
+	supers, err := acl.ParseSuperUsers(cfg.SuperUsers)
+	if err != nil {
+		return nil, err
+	}
+	a := acl.New(acl.Config{SuperUsers: supers, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound})
+	if err := zk.ACLs.Load(a); err != nil {
+		return nil, fmt.Errorf("loading the ACLs from ZooKeeper: %w", err)
+	}
+	zk.ACLs.Watch(a)
+	return aclAuthorizer{a: a, store: zk.ACLs}, nil
 }
 
 // configAdmin is broker.ConfigAdmin: the config reads and the config writes.

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
+
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -49,6 +51,25 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 	}
 	entries := make(map[rm.TopicPartition][]byte)
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	// Authorization (docs/acls.md), as KafkaApis: transactional batches need WRITE on the
+	// transactional id, idempotent ones IDEMPOTENT_WRITE on the cluster (else every partition
+	// fails), and each topic WRITE.
+	requestCode := int16(0)
+	if s.deps.ACLs != nil {
+		var idem, txn bool
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				a, b := producerKinds(req.Topics[i].Partitions[j].Records)
+				idem, txn = idem || a, txn || b
+			}
+		}
+		switch {
+		case txn && (req.TransactionID == nil || !s.authorized(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)):
+			requestCode = kerr.TransactionalIDAuthorizationFailed.Code
+		case !txn && idem && !s.authorizedCluster(r, acl.OpIdempotentWrite):
+			requestCode = kerr.ClusterAuthorizationFailed.Code
+		}
+	}
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
@@ -56,6 +77,10 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 			switch {
 			case !acksOK:
 				fail(t.Topic, p.Partition, kerr.InvalidRequiredAcks.Code)
+			case requestCode != 0:
+				fail(t.Topic, p.Partition, requestCode)
+			case !s.authorized(r, acl.OpWrite, acl.ResourceTopic, t.Topic):
+				fail(t.Topic, p.Partition, kerr.TopicAuthorizationFailed.Code)
 			case !validTopicName(t.Topic), isInternalTopic(t.Topic):
 				// Kafka 2.4 refuses client writes to internal topics (only the coordinator
 				// appends to __consumer_offsets, through the replica manager).

@@ -62,10 +62,16 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	if params.MaxBytes <= 0 {
 		params.MaxBytes = math.MaxInt32
 	}
+	// Authorization (docs/acls.md): a follower needs CLUSTER_ACTION on the cluster, a consumer
+	// READ on each topic; a refused partition is answered TOPIC_AUTHORIZATION_FAILED, as Kafka.
+	denied := fetchDenied(s, r, req)
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
+			if denied != nil && denied[tp(t.Topic, p.Partition)] {
+				continue
+			}
 			fp := rm.FetchPartition{
 				TopicPartition:     tp(t.Topic, p.Partition),
 				FetchOffset:        p.FetchOffset,
@@ -80,6 +86,9 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		}
 	}
 	if len(params.Partitions) == 0 {
+		if len(denied) > 0 {
+			fillFetchResponse(resp, req, params.MaxBytes, withDenied(nil, denied))
+		}
 		r.respond(resp)
 		return
 	}
@@ -89,7 +98,7 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	params.FileRecords = r.c.zeroCopy
 	s.deps.Replicas.FetchMessages(params, func(results []rm.FetchPartitionResult) {
 		r.safe(func() {
-			_, spliced := fillFetchResponse(resp, req, params.MaxBytes, results)
+			_, spliced := fillFetchResponse(resp, req, params.MaxBytes, withDenied(results, denied))
 			s.markFetch(req.ReplicaID, resp, spliced)
 			if len(spliced) > 0 {
 				r.slot.complete(reply{fetch: &kproto.SplicedFetch{Resp: resp, Files: spliced}})

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -37,8 +38,19 @@ func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 
 	seen := make(map[rm.TopicPartition]int)
 	var parts []rm.ListOffsetsPartition
+	describe := s.topicCheck(r, acl.OpDescribe) // DESCRIBE on the topic (docs/acls.md)
+	var results []rm.ListOffsetsResult
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		if !describe(t.Topic) {
+			for j := range t.Partitions {
+				k := tp(t.Topic, t.Partitions[j].Partition)
+				if seen[k]++; seen[k] == 1 {
+					results = append(results, rm.ListOffsetsResult{TopicPartition: k, ErrorCode: kerr.TopicAuthorizationFailed.Code})
+				}
+			}
+			continue
+		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			k := tp(t.Topic, p.Partition)
@@ -52,13 +64,12 @@ func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 			}
 		}
 	}
-	var results []rm.ListOffsetsResult
 	switch dbg := s.deps.AnyReplicaOffsets; {
 	case len(parts) == 0:
 	case req.ReplicaID == rm.DebuggingReplicaID && dbg != nil:
-		results = dbg.ListOffsetsAnyReplica(parts)
+		results = append(results, dbg.ListOffsetsAnyReplica(parts)...)
 	default:
-		results = s.deps.Replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)
+		results = append(results, s.deps.Replicas.ListOffsets(req.ReplicaID, req.IsolationLevel, parts)...)
 	}
 	byTP := make(map[rm.TopicPartition]rm.ListOffsetsResult, len(results))
 	for _, res := range results {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -51,10 +52,16 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	snap := s.cache.Snapshot()
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	// Authorization (docs/acls.md): an all-topics answer leaves out the topics the caller may
+	// not DESCRIBE; a named one answers them TOPIC_AUTHORIZATION_FAILED (denied), as does a
+	// topic to auto-create without CREATE on the cluster or on the topic.
+	describe := s.topicCheck(r, acl.OpDescribe)
 	var names []*string
 	if allTopics {
 		for _, t := range snap.TopicNames() {
-			names = append(names, &t) // internal topics too, with is_internal=true (Kafka 2.4)
+			if describe(t) {
+				names = append(names, &t) // internal topics too, with is_internal=true (Kafka 2.4)
+			}
 		}
 	} else {
 		for i := range req.Topics {
@@ -62,16 +69,30 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 		}
 	}
 	allowCreate := s.cfg.AutoCreateTopics && s.deps.Admin != nil && (req.Version < 4 || req.AllowAutoTopicCreation)
+	var denied map[string]bool
+	if !allTopics && s.deps.ACLs != nil {
+		createAny := allowCreate && s.authorizedCluster(r, acl.OpCreate)
+		denied = map[string]bool{}
+		for _, n := range names {
+			switch {
+			case n == nil:
+			case !describe(*n):
+				denied[*n] = true
+			case allowCreate && !createAny && snap.Topics[*n] == nil && validTopicName(*n) && !s.authorized(r, acl.OpCreate, acl.ResourceTopic, *n):
+				denied[*n] = true
+			}
+		}
+	}
 	var toCreate []string
 	if !allTopics && allowCreate {
 		for _, n := range names {
-			if n != nil && validTopicName(*n) && !isInternalTopic(*n) && snap.Topics[*n] == nil {
+			if n != nil && validTopicName(*n) && !isInternalTopic(*n) && snap.Topics[*n] == nil && !denied[*n] {
 				toCreate = append(toCreate, *n)
 			}
 		}
 	}
 	if len(toCreate) == 0 {
-		r.respond(metadataResponse(s, r, req, snap, names, nil))
+		r.respond(metadataResponse(s, r, req, snap, names, nil, denied))
 		return
 	}
 	// Creating writes ZooKeeper: let the connection's reader go on meanwhile.
@@ -80,10 +101,10 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 		for _, name := range toCreate {
 			created[name] = s.autoCreate(r.log(), name)
 		}
-		r.respond(metadataResponse(s, r, req, snap, names, created))
+		r.respond(metadataResponse(s, r, req, snap, names, created, denied))
 	})
 	if !ok {
-		r.respond(metadataResponse(s, r, req, snap, names, nil))
+		r.respond(metadataResponse(s, r, req, snap, names, nil, denied))
 	}
 }
 
@@ -106,7 +127,7 @@ func (s *Server) autoCreate(log logrus.FieldLogger, topic string) int16 {
 	return code
 }
 
-func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *MetadataSnapshot, names []*string, created map[string]int16) *kmsg.MetadataResponse {
+func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *MetadataSnapshot, names []*string, created map[string]int16, denied map[string]bool) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	if s.cfg.ClusterID != "" {
 		cid := s.cfg.ClusterID
@@ -114,8 +135,8 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 	}
 	resp.ControllerID = snap.ControllerID
 	resp.AuthorizedOperations = 0
-	if req.Version >= 8 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = ClusterAuthorizedOperations
+	if req.Version >= 8 && req.IncludeClusterAuthorizedOperations && s.authorizedCluster(r, acl.OpDescribe) {
+		resp.AuthorizedOperations = s.authorizedOps(r, acl.ResourceCluster, acl.ClusterName) // KIP-430
 	}
 	for _, b := range snap.AliveBrokers() {
 		ep, ok := b.Endpoint(r.c.listener)
@@ -133,6 +154,8 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 		switch {
 		case n == nil:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case denied[*n]:
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code // is_internal false, no partitions, existing or not
 		case snap.Topics[*n] != nil:
 			rt.IsInternal = isInternalTopic(*n)
 			rt.Partitions = metadataPartitions(snap, snap.Topics[*n])
@@ -145,8 +168,8 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 		}
-		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
-			rt.AuthorizedOperations = TopicAuthorizedOperations
+		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && n != nil && !denied[*n] {
+			rt.AuthorizedOperations = s.authorizedOps(r, acl.ResourceTopic, *n) // KIP-430
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -62,7 +63,14 @@ func handleLeaderAndIsr(s *Server, r *request, kreq kmsg.Request) {
 	}
 	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions)}).Debug("LeaderAndIsr")
 
-	out := s.deps.Replicas.BecomeLeaderOrFollower(in)
+	// Only a principal with CLUSTER_ACTION on the cluster (the controller's broker) may send
+	// it (docs/acls.md); the others change nothing.
+	var out rm.LeaderAndIsrResult
+	if !s.deniedCluster(r, acl.OpClusterAction) {
+		out = s.deps.Replicas.BecomeLeaderOrFollower(in)
+	} else {
+		out.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
 
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 	resp.ErrorCode = out.ErrorCode

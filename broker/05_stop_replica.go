@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -44,7 +45,14 @@ func handleStopReplica(s *Server, r *request, kreq kmsg.Request) {
 	}
 	r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch, "partitions": len(in.Partitions), "delete": req.DeletePartitions}).Debug("StopReplica")
 
-	out := s.deps.Replicas.StopReplicas(in)
+	// Only a principal with CLUSTER_ACTION on the cluster (the controller's broker) may send
+	// it (docs/acls.md); the others change nothing.
+	var out rm.StopReplicaResult
+	if !s.deniedCluster(r, acl.OpClusterAction) {
+		out = s.deps.Replicas.StopReplicas(in)
+	} else {
+		out.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
 
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	resp.ErrorCode = out.ErrorCode

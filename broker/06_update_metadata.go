@@ -4,6 +4,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // UpdateMetadata: v0-6 (v6 flexible). Controller → every broker.
@@ -30,6 +32,11 @@ func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
 	brokerEpoch := int64(-1)
 	if req.Version >= 5 {
 		brokerEpoch = req.BrokerEpoch
+	}
+	if s.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
 	}
 	log := r.log().WithFields(logrus.Fields{"controllerId": req.ControllerID, "controllerEpoch": req.ControllerEpoch})
 	if code := s.deps.Replicas.CheckControllerEpoch(req.ControllerID, req.ControllerEpoch, brokerEpoch); code != 0 {

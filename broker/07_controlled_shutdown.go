@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -42,6 +43,11 @@ const controlledShutdownTimeout = 25 * time.Second
 func handleControlledShutdown(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ControlledShutdownRequest)
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	if s.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	cs := s.deps.ControlledShutdown
 	if cs == nil {
 		resp.ErrorCode = kerr.NotController.Code

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -77,6 +78,9 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 
 	budget := newPartitionBudget()
 	created := map[string]int32{} // topic → partitions, waiting for leaders
+	// Authorization (docs/acls.md): CREATE on the cluster, else CREATE on each topic; v5's
+	// configs need DESCRIBE_CONFIGS on the topic.
+	createAny := s.authorizedCluster(r, acl.OpCreate)
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, 0, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -95,6 +99,11 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 		switch {
 		case count[t.Topic] > 1:
 			setErr(kerr.InvalidRequest.Code, "topic listed more than once in the request")
+		case !createAny && !s.authorized(r, acl.OpCreate, acl.ResourceTopic, t.Topic):
+			if code == 0 && count[t.Topic] == 1 {
+				budget.refund(int64(spec.NumPartitions))
+			}
+			setErr(kerr.TopicAuthorizationFailed.Code, "")
 		case code != 0:
 			setErr(code, msg)
 		default:
@@ -113,7 +122,11 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 				rt.ReplicationFactor = spec.ReplicationFactor
 			}
 			if req.Version >= 5 {
-				s.createdTopicConfigs(&rt, spec.Configs)
+				if s.authorized(r, acl.OpDescribeConfigs, acl.ResourceTopic, t.Topic) {
+					s.createdTopicConfigs(&rt, spec.Configs)
+				} else {
+					rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 			}
 			if !req.ValidateOnly {
 				created[t.Topic] = int32(len(assign))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // DeleteTopics: v0-5 (v4+ flexible).
@@ -58,6 +60,8 @@ func deleteTopics(s *Server, r *request, req *kmsg.DeleteTopicsRequest) {
 		switch {
 		case count[n] > 1:
 			setErr(kerr.InvalidRequest.Code, "topic listed more than once in the request")
+		case !s.authorized(r, acl.OpDelete, acl.ResourceTopic, n): // docs/acls.md
+			setErr(kerr.TopicAuthorizationFailed.Code, "")
 		case !validTopicName(n):
 			setErr(kerr.InvalidTopicException.Code, "invalid topic name")
 		default:

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -44,6 +45,7 @@ func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 	var parts []rm.DeleteRecordsPartition  // one per distinct known partition
 	deleter := s.deps.RecordsDeleter
 	snap := s.cache.Snapshot()
+	deletable := s.topicCheck(r, acl.OpDelete) // DELETE on the topic (docs/acls.md)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			k := tp(t.Topic, p.Partition)
@@ -51,6 +53,8 @@ func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 				continue
 			}
 			switch _, known := snap.Partition(t.Topic, p.Partition); {
+			case !deletable(t.Topic):
+				codes[k] = kerr.TopicAuthorizationFailed.Code
 			case !known:
 				codes[k] = kerr.UnknownTopicOrPartition.Code
 			case deleter == nil:

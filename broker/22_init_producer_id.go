@@ -9,6 +9,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // InitProducerId: v0-4 (v2+ flexible). Producer ids for idempotent producers (kgo is
@@ -74,6 +76,11 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil && *req.TransactionalID != "" {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
+	if s.deniedCluster(r, acl.OpIdempotentWrite) { // an idempotent producer (docs/acls.md)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return
 	}

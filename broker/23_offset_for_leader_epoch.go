@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -27,8 +28,21 @@ func handleOffsetForLeaderEpoch(s *Server, r *request, kreq kmsg.Request) {
 		replicaID = req.ReplicaID
 	}
 	var parts []rm.EpochEndOffsetRequest
+	var results []rm.EpochEndOffsetResult
+	// Authorization (docs/acls.md): CLUSTER_ACTION on the cluster (a follower) allows every
+	// partition, else DESCRIBE on each topic.
+	describe := s.topicCheck(r, acl.OpDescribe)
+	if s.authorizedCluster(r, acl.OpClusterAction) {
+		describe = func(string) bool { return true }
+	}
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		if !describe(t.Topic) {
+			for _, p := range t.Partitions {
+				results = append(results, rm.EpochEndOffsetResult{TopicPartition: tp(t.Topic, p.Partition), ErrorCode: kerr.TopicAuthorizationFailed.Code, LeaderEpoch: -1, EndOffset: -1})
+			}
+			continue
+		}
 		for _, p := range t.Partitions {
 			e := rm.EpochEndOffsetRequest{TopicPartition: tp(t.Topic, p.Partition), CurrentLeaderEpoch: p.CurrentLeaderEpoch, LeaderEpoch: p.LeaderEpoch}
 			if req.Version < 2 {
@@ -37,9 +51,8 @@ func handleOffsetForLeaderEpoch(s *Server, r *request, kreq kmsg.Request) {
 			parts = append(parts, e)
 		}
 	}
-	var results []rm.EpochEndOffsetResult
 	if len(parts) > 0 {
-		results = s.deps.Replicas.LastOffsetForLeaderEpoch(replicaID, parts)
+		results = append(results, s.deps.Replicas.LastOffsetForLeaderEpoch(replicaID, parts)...)
 	}
 	byTP := make(map[rm.TopicPartition]rm.EpochEndOffsetResult, len(results))
 	for _, res := range results {

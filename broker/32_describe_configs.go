@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
@@ -62,7 +63,7 @@ func (s *Server) configAdmin() (ConfigAdmin, error) {
 
 func handleDescribeConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
-	if !s.goHandler(r.log(), func() { r.respond(describeConfigs(s, r.log(), req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(describeConfigs(s, r, req)) }) {
 		resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewDescribeConfigsResponseResource()
@@ -118,13 +119,18 @@ func (s *Server) configSources(ca ConfigAdmin) (*configSources, error) {
 	return &configSources{static: static, dynDefault: def, dynBroker: own}, nil
 }
 
-func describeConfigs(s *Server, log logrus.FieldLogger, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+func describeConfigs(s *Server, r *request, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	log := r.log()
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for i := range req.Resources {
 		res := &req.Resources[i]
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		entries, err := describeResource(s, res)
+		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpDescribeConfigs)
+		var entries []describedConfig
+		if err == nil {
+			entries, err = describeResource(s, res)
+		}
 		if err != nil {
 			code, msg := configErrorCode(err)
 			rr.ErrorCode, rr.ErrorMessage = code, &msg

@@ -4,6 +4,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // AlterConfigs: v0-1 (Kafka 2.4's range).
@@ -34,7 +36,7 @@ func init() { regKey(kmsg.AlterConfigs, 0, 1, handleAlterConfigs) }
 
 func handleAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
-	if !s.goHandler(r.log(), func() { r.respond(alterConfigs(s, r.log(), req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(alterConfigs(s, r, req)) }) {
 		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()
@@ -45,7 +47,8 @@ func handleAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	}
 }
 
-func alterConfigs(s *Server, log logrus.FieldLogger, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+func alterConfigs(s *Server, r *request, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	log := r.log()
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	count := map[resourceKey]int{}
 	for _, res := range req.Resources {
@@ -55,10 +58,12 @@ func alterConfigs(s *Server, log logrus.FieldLogger, req *kmsg.AlterConfigsReque
 		res := &req.Resources[i]
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		var err error
-		if count[resourceKey{res.ResourceType, res.ResourceName}] > 1 {
+		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
+		switch {
+		case err != nil: // not authorized
+		case count[resourceKey{res.ResourceType, res.ResourceName}] > 1:
 			err = invalidRequest("Error due to duplicate resource " + resourceString(res.ResourceType, res.ResourceName))
-		} else {
+		default:
 			err = s.alterConfigResource(res.ResourceType, res.ResourceName, req.ValidateOnly, func(map[string]string) (map[string]string, error) {
 				next := make(map[string]string, len(res.Configs))
 				for _, c := range res.Configs {

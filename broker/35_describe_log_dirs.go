@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -37,7 +38,8 @@ func handleDescribeLogDirs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	d := s.deps.LogDirs
-	if d == nil {
+	// Without DESCRIBE on the cluster Kafka 2.4 answers no log dirs, no error (docs/acls.md).
+	if d == nil || s.deniedCluster(r, acl.OpDescribe) {
 		r.respond(resp)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -100,6 +101,8 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 		switch {
 		case count[t.Topic] > 1:
 			setErr(kerr.InvalidRequest.Code, "Duplicate topic in request.")
+		case !s.authorized(r, acl.OpAlter, acl.ResourceTopic, t.Topic): // docs/acls.md
+			setErr(kerr.TopicAuthorizationFailed.Code, "")
 		case derr != nil || rerr != nil:
 			code, msg := adminErrorCode(firstErr(derr, rerr))
 			setErr(code, msg)

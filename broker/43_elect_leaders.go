@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -96,6 +97,12 @@ func electLeaders(s *Server, r *request, req *kmsg.ElectLeadersRequest) {
 	if req.Version >= 1 && req.ElectionType != 0 && req.ElectionType != 1 {
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		r.respond(resp)
+		return
+	}
+	if s.deniedCluster(r, acl.OpAlter) { // docs/acls.md
+		resp := electLeadersAnswer(req, electLeadersAll(s, req, kerr.ClusterAuthorizationFailed.Code))
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return
 	}

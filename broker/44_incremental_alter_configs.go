@@ -6,6 +6,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // IncrementalAlterConfigs: v0-1 (v1 flexible; Kafka 2.4's range). KIP-339.
@@ -28,7 +30,7 @@ func init() { regKey(kmsg.IncrementalAlterConfigs, 0, 1, handleIncrementalAlterC
 
 func handleIncrementalAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	if !s.goHandler(r.log(), func() { r.respond(incrementalAlterConfigs(s, r.log(), req)) }) {
+	if !s.goHandler(r.log(), func() { r.respond(incrementalAlterConfigs(s, r, req)) }) {
 		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 		for _, res := range req.Resources {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
@@ -39,7 +41,8 @@ func handleIncrementalAlterConfigs(s *Server, r *request, kreq kmsg.Request) {
 	}
 }
 
-func incrementalAlterConfigs(s *Server, log logrus.FieldLogger, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+func incrementalAlterConfigs(s *Server, r *request, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	log := r.log()
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	count := map[resourceKey]int{}
 	for _, res := range req.Resources {
@@ -53,12 +56,14 @@ func incrementalAlterConfigs(s *Server, log logrus.FieldLogger, req *kmsg.Increm
 		for _, c := range res.Configs {
 			names = append(names, c.Name)
 		}
-		var err error
-		if count[resourceKey{res.ResourceType, res.ResourceName}] > 1 {
+		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
+		switch {
+		case err != nil: // not authorized
+		case count[resourceKey{res.ResourceType, res.ResourceName}] > 1:
 			err = invalidRequest("Error due to duplicate resource " + resourceString(res.ResourceType, res.ResourceName))
-		} else if dups := duplicateNames(names); len(dups) > 0 {
-			err = invalidRequest("Error due to duplicate config keys : " + strings.Join(dups, ","))
-		} else {
+		case len(duplicateNames(names)) > 0:
+			err = invalidRequest("Error due to duplicate config keys : " + strings.Join(duplicateNames(names), ","))
+		default:
 			err = s.alterConfigResource(res.ResourceType, res.ResourceName, req.ValidateOnly, incrementalChange(res.ResourceType, res.Configs))
 		}
 		fields := logrus.Fields{"resource": resourceString(res.ResourceType, res.ResourceName), "validateOnly": req.ValidateOnly}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -65,6 +66,11 @@ func reassignTopLevelCode(err error) int16 {
 func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if s.deniedCluster(r, acl.OpAlter) { // docs/acls.md
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	ra := s.deps.Reassignments
 	if ra == nil {
 		resp.ErrorCode = kerr.NotController.Code

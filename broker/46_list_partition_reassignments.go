@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -28,6 +29,11 @@ func init() { regKey(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionR
 func handleListPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if s.deniedCluster(r, acl.OpDescribe) { // docs/acls.md
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	ra := s.deps.Reassignments
 	if ra == nil {
 		resp.ErrorCode = kerr.NotController.Code

@@ -1,9 +1,15 @@
 package broker
 
 import (
+	"encoding/binary"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/isrbroker/isrbroker/broker/security/acl"
+	"github.com/isrbroker/isrbroker/logstore/record"
+	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
 // Authorization (issue 30; docs/acls.md): with an authorizer configured (Deps.ACLs, Kafka's
@@ -62,4 +68,107 @@ func (s *Server) authorizedOps(r *request, typ acl.ResourceType, name string) in
 		a = s.deps.ACLs.Authorizer()
 	}
 	return acl.AuthorizedOperations(a, r.principal(), r.c.clientHost, typ, name)
+}
+
+// producerKinds reports whether any v2 batch in records is idempotent (a producer id >= 0)
+// or transactional (attributes bit 4), reading only the batch headers (docs/acls.md: Produce
+// needs IDEMPOTENT_WRITE on the cluster for the first, WRITE on the transactional id for the
+// second).
+func producerKinds(records []byte) (idempotent, transactional bool) {
+	const attributesOffset, producerIDOffset = 21, 43
+	for len(records) >= record.BatchHeaderSize {
+		size, whole, err := record.NextBatch(records)
+		if err != nil || !whole || size < record.BatchHeaderSize {
+			return
+		}
+		if int64(binary.BigEndian.Uint64(records[producerIDOffset:])) >= 0 {
+			idempotent = true
+		}
+		if binary.BigEndian.Uint16(records[attributesOffset:])&0x10 != 0 {
+			transactional = true
+		}
+		records = records[size:]
+	}
+	return
+}
+
+// fetchDenied returns the partitions of a Fetch its sender may not read (nil: none): every
+// partition for a follower without CLUSTER_ACTION on the cluster, the partitions of topics a
+// consumer may not READ.
+func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest) map[rm.TopicPartition]bool {
+	if s.deps.ACLs == nil {
+		return nil
+	}
+	follower := req.ReplicaID >= 0 && s.authorizedCluster(r, acl.OpClusterAction)
+	var denied map[rm.TopicPartition]bool
+	allowed := map[string]bool{}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		ok, seen := allowed[t.Topic]
+		if !seen {
+			ok = follower || (req.ReplicaID < 0 && s.authorized(r, acl.OpRead, acl.ResourceTopic, t.Topic))
+			allowed[t.Topic] = ok
+		}
+		if ok {
+			continue
+		}
+		if denied == nil {
+			denied = map[rm.TopicPartition]bool{}
+		}
+		for j := range t.Partitions {
+			denied[tp(t.Topic, t.Partitions[j].Partition)] = true
+		}
+	}
+	return denied
+}
+
+// withDenied adds TOPIC_AUTHORIZATION_FAILED results for the denied partitions.
+func withDenied(results []rm.FetchPartitionResult, denied map[rm.TopicPartition]bool) []rm.FetchPartitionResult {
+	for p := range denied {
+		results = append(results, rm.FetchPartitionResult{TopicPartition: p, ErrorCode: kerr.TopicAuthorizationFailed.Code,
+			HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1})
+	}
+	return results
+}
+
+// topicCheck returns a per-request memo of authorized(op, Topic, name).
+func (s *Server) topicCheck(r *request, op acl.Operation) func(topic string) bool {
+	if s.deps.ACLs == nil {
+		return func(string) bool { return true }
+	}
+	memo := map[string]bool{}
+	return func(topic string) bool {
+		ok, seen := memo[topic]
+		if !seen {
+			ok = s.authorized(r, op, acl.ResourceTopic, topic)
+			memo[topic] = ok
+		}
+		return ok
+	}
+}
+
+// deniedCluster reports (and logs, rate-limited) that r's principal lacks op on the cluster.
+func (s *Server) deniedCluster(r *request, op acl.Operation) bool {
+	if s.authorizedCluster(r, op) {
+		return false
+	}
+	requestWarnings.Warn(r.log().WithField("principal", r.principal()), "", "request refused: no "+op.String()+" on the cluster")
+	return true
+}
+
+// configAuth checks a config API's resource (docs/acls.md): a broker or broker-logger resource
+// needs op on the cluster (CLUSTER_AUTHORIZATION_FAILED), a topic op on the topic
+// (TOPIC_AUTHORIZATION_FAILED). Other types are left to the handler's own checks.
+func (s *Server) configAuth(r *request, typ kmsg.ConfigResourceType, name string, op acl.Operation) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if s.deniedCluster(r, op) {
+			return &resourceError{code: kerr.ClusterAuthorizationFailed.Code, msg: "Cluster authorization failed."}
+		}
+	case kmsg.ConfigResourceTypeTopic:
+		if !s.authorized(r, op, acl.ResourceTopic, name) {
+			return &resourceError{code: kerr.TopicAuthorizationFailed.Code, msg: "Topic authorization failed."}
+		}
+	}
+	return nil
 }

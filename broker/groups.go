@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
@@ -47,6 +48,9 @@ func handleGroupRequest(s *Server, r *request, req kmsg.Request) {
 		host = h
 	}
 	gr := &groupcoord.Request{ClientID: r.clientID(), ClientHost: "/" + host, Listener: r.c.listener, Log: r.log()}
+	if s.deps.ACLs != nil {
+		gr.Authorized = func(op acl.Operation, typ acl.ResourceType, name string) bool { return s.authorized(r, op, typ, name) }
+	}
 	s.groups.Handle(gr, req, func(resp kmsg.Response) {
 		r.safe(func() { r.respond(resp) })
 	})

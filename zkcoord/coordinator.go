@@ -125,6 +125,7 @@ type Coordinator struct {
 	ConfigListener *agent.ConfigListener // /config/changes
 	ProducerIDs    *agent.ProducerIDs    // producer-id blocks
 	LogDirEvents   *agent.LogDirEvents   // log dir failure notifications (KIP-112)
+	ACLs           *agent.ACLStore       // the ACL znodes and their change notifications (docs/acls.md)
 
 	cfg       Config
 	log       logrus.FieldLogger
@@ -169,6 +170,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 	c.ConfigListener = agent.NewConfigListener(c.zk, cfg.BrokerID, c.log)
 	c.ProducerIDs = agent.NewProducerIDs(c.zk, cfg.BrokerID, c.log)
 	c.LogDirEvents = agent.NewLogDirEvents(c.zk, cfg.BrokerID)
+	c.ACLs = agent.NewACLStore(c.zk, c.log)
 	c.wg.Add(1)
 	go c.sessionLoop()
 	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)
@@ -386,6 +388,9 @@ func (c *Coordinator) Close() error {
 	}
 	if c.ConfigListener != nil {
 		c.ConfigListener.Close()
+	}
+	if c.ACLs != nil {
+		c.ACLs.Close()
 	}
 	c.wg.Wait()
 	return nil

@@ -43,6 +43,11 @@ type Config struct {
 	BrokerID   int32  // broker.id (required, >= 0: isrbroker does not generate ids)
 	BrokerRack string `key:"broker.rack"`
 
+	// Authorization (docs/acls.md).
+	AuthorizerClassName       string `key:"authorizer.class.name"` // "" or one of Kafka's two ACL authorizer names
+	SuperUsers                string `key:"super.users"`
+	AllowEveryoneIfNoACLFound bool   `key:"allow.everyone.if.no.acl.found"`
+
 	// Sockets.
 	Listeners                    []Listener        // listeners, else port/host.name
 	AdvertisedListeners          []Listener        // advertised.listeners, else advertised.host.name/port, else listeners

@@ -259,6 +259,9 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"max.connections.per.ip", "50",
 		"max.connections.per.ip.overrides", "127.0.0.1:200, [::1]:0",
 		"connections.max.idle.ms", "30000",
+		"authorizer.class.name", "kafka.security.authorizer.AclAuthorizer",
+		"super.users", "User:admin;User:CN=b1,O=Acme",
+		"allow.everyone.if.no.acl.found", "true",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -281,6 +284,9 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.InterBrokerListenerName = "INTERNAL"
 	want.SocketRequestMaxBytes = 1000
 	want.MaxConnections = 1000
+	want.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer"
+	want.SuperUsers = "User:admin;User:CN=b1,O=Acme"
+	want.AllowEveryoneIfNoACLFound = true
 	want.MaxConnectionsPerIP = 50
 	want.MaxConnectionsPerIPOverrides = "127.0.0.1:200, [::1]:0"
 	want.ConnectionsMaxIdle = 30 * time.Second
@@ -550,7 +556,6 @@ func TestKnownUnusedWarnsOncePerKey(t *testing.T) {
 		"socket.send.buffer.bytes", "102400",
 		"log.cleaner.io.buffer.size", "524288",
 		"listener.name.plaintext.some.setting", "x",
-		"super.users", "User:admin",
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -558,7 +563,7 @@ func TestKnownUnusedWarnsOncePerKey(t *testing.T) {
 	if c.BrokerID != 1 {
 		t.Fatal("config not parsed")
 	}
-	want := []string{"listener.name.plaintext.some.setting", "log.cleaner.io.buffer.size", "num.io.threads", "num.network.threads", "socket.send.buffer.bytes", "super.users"}
+	want := []string{"listener.name.plaintext.some.setting", "log.cleaner.io.buffer.size", "num.io.threads", "num.network.threads", "socket.send.buffer.bytes"}
 	if len(warnings) != len(want) {
 		t.Fatalf("got %d warnings %q, want one per key %v", len(warnings), warnings, want)
 	}
@@ -849,8 +854,10 @@ func TestUnusedAndUnsupportedKeys(t *testing.T) {
 	}{
 		{with("num.io.threads", "0"), ErrInvalidValue, `invalid value "0" for "num.io.threads": must be at least 1`},
 		{with("num.io.threads", "many"), ErrInvalidValue, `invalid value "many" for "num.io.threads": not an integer`},
-		{with("authorizer.class.name", "kafka.security.auth.SimpleAclAuthorizer"), ErrInvalidValue,
-			`invalid value "kafka.security.auth.SimpleAclAuthorizer" for "authorizer.class.name": isrbroker supports only an empty value: isrbroker has no authorization; every client may do everything`},
+		{with("authorizer.class.name", "com.example.MyAuthorizer"), ErrInvalidValue,
+			`invalid value "com.example.MyAuthorizer" for "authorizer.class.name": must be one of , kafka.security.authorizer.AclAuthorizer, kafka.security.auth.SimpleAclAuthorizer`},
+		{with("super.users", "User:admin;alice"), ErrInvalidValue,
+			`invalid value "User:admin;alice" for "super.users": principal "alice" is not of the form Type:name (User:admin)`},
 		{with("compression.type", "gzip"), ErrInvalidValue,
 			`invalid value "gzip" for "compression.type": isrbroker supports only the default "producer": isrbroker stores record batches exactly as the producer sent them`},
 		{with("zookeeper.set.acl", "true"), ErrInvalidValue,

@@ -2,6 +2,8 @@ package groupcoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // OffsetCommit: v0-8 (v8 flexible).
@@ -32,14 +34,26 @@ import (
 
 func init() { register(kmsg.OffsetCommit, 0, 8, handleOffsetCommit) }
 
-func handleOffsetCommit(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetCommit(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	now := millis(c.now())
 	codes := make(map[tp]int16)
 	offsets := make(map[tp]offsetAndMetadata)
+	// Authorization (docs/acls.md): READ on the group, else every partition fails; READ on
+	// each topic.
+	groupOK := r.allowed(acl.OpRead, acl.ResourceGroup, req.Group)
 	for _, t := range req.Topics {
+		topicOK := groupOK && r.allowed(acl.OpRead, acl.ResourceTopic, t.Topic)
 		for _, p := range t.Partitions {
 			k := tp{t.Topic, p.Partition}
+			if !groupOK {
+				codes[k] = errGroupAuthFailed
+				continue
+			}
+			if !topicOK {
+				codes[k] = errTopicAuthFailed
+				continue
+			}
 			if c.meta != nil && !c.meta.HasPartition(t.Topic, p.Partition) {
 				codes[k] = errUnknownTopicOrPartition
 				continue

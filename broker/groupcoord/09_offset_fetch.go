@@ -2,6 +2,8 @@ package groupcoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // OffsetFetch: v0-6 (v6 flexible).
@@ -22,18 +24,42 @@ import (
 
 func init() { register(kmsg.OffsetFetch, 0, 6, handleOffsetFetch) }
 
-func handleOffsetFetch(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetFetch(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	var wanted []tp
+	var wanted, denied []tp
 	all := req.Topics == nil && req.Version >= 2
+	// Authorization (docs/acls.md): DESCRIBE on the group; DESCRIBE on each topic, else the
+	// partition answers TOPIC_AUTHORIZATION_FAILED (the all-partitions form leaves it out).
 	for _, t := range req.Topics {
+		ok := r.allowed(acl.OpDescribe, acl.ResourceTopic, t.Topic)
 		for _, p := range t.Partitions {
-			wanted = append(wanted, tp{t.Topic, p})
+			if ok {
+				wanted = append(wanted, tp{t.Topic, p})
+			} else {
+				denied = append(denied, tp{t.Topic, p})
+			}
 		}
 	}
-	code, offsets := c.FetchOffsets(req.Group, all, wanted)
+	code, offsets := errGroupAuthFailed, map[tp]fetchedOffset(nil)
+	if r.allowed(acl.OpDescribe, acl.ResourceGroup, req.Group) {
+		code, offsets = c.FetchOffsets(req.Group, all, wanted)
+	}
+	if all {
+		for k := range offsets {
+			if !r.allowed(acl.OpDescribe, acl.ResourceTopic, k.topic) {
+				delete(offsets, k)
+			}
+		}
+	}
+	if code == errNone && len(denied) > 0 {
+		for _, k := range denied {
+			offsets[k] = fetchedOffset{offset: -1, leaderEpoch: -1, err: errTopicAuthFailed}
+		}
+		wanted = requestPartitions(req)
+	}
 	if code != errNone {
+		wanted = append(wanted, denied...)
 		if req.Version >= 2 {
 			resp.ErrorCode = code
 			respond(resp)
@@ -65,6 +91,17 @@ func handleOffsetFetch(c *Coordinator, _ *Request, kreq kmsg.Request, respond fu
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
 	respond(resp)
+}
+
+// requestPartitions lists the request's partitions in its order.
+func requestPartitions(req *kmsg.OffsetFetchRequest) []tp {
+	var out []tp
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, tp{t.Topic, p})
+		}
+	}
+	return out
 }
 
 func orderedFetch(wanted []tp, offsets map[tp]fetchedOffset, all bool) []tp {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
 
@@ -58,6 +59,10 @@ func handleFindCoordinator(c *Coordinator, r *Request, kreq kmsg.Request, respon
 	}
 	switch keyType {
 	case 0:
+		if !r.allowed(acl.OpDescribe, acl.ResourceGroup, req.CoordinatorKey) { // docs/acls.md
+			answer(errGroupAuthFailed, noNode)
+			return
+		}
 	case 1:
 		answer(errTransactionalIDAuthFailed, noNode)
 		return

@@ -53,6 +53,14 @@ type joinParams struct {
 
 func handleJoinGroup(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.JoinGroupRequest)
+	if r.groupReadDenied(req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation = errGroupAuthFailed, -1
+		proto := ""
+		resp.Protocol = &proto
+		respond(resp)
+		return
+	}
 	p := joinParams{
 		groupID:          req.Group,
 		memberID:         req.MemberID,

@@ -19,8 +19,14 @@ import (
 
 func init() { register(kmsg.Heartbeat, 0, 4, handleHeartbeat) }
 
-func handleHeartbeat(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleHeartbeat(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.HeartbeatRequest)
+	if r.groupReadDenied(req.Group) {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = errGroupAuthFailed
+		respond(resp)
+		return
+	}
 	var instanceID *string
 	if req.Version >= 3 {
 		instanceID = req.InstanceID

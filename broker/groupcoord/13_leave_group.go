@@ -27,8 +27,14 @@ type leavingMember struct {
 	instanceID *string
 }
 
-func handleLeaveGroup(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleLeaveGroup(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
+	if r.groupReadDenied(req.Group) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = errGroupAuthFailed
+		respond(resp)
+		return
+	}
 	var leaving []leavingMember
 	if req.Version <= 2 {
 		leaving = []leavingMember{{memberID: req.MemberID}}

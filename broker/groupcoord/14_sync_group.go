@@ -28,6 +28,12 @@ func init() { register(kmsg.SyncGroup, 0, 4, handleSyncGroup) }
 
 func handleSyncGroup(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.SyncGroupRequest)
+	if r.groupReadDenied(req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = errGroupAuthFailed, []byte{}
+		respond(resp)
+		return
+	}
 	var instanceID *string
 	if req.Version >= 3 {
 		instanceID = req.InstanceID

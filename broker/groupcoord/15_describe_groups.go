@@ -2,6 +2,8 @@ package groupcoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // DescribeGroups: v0-5 (v5 flexible).
@@ -14,26 +16,30 @@ import (
 //     assignments, and names the protocol; other states list members without metadata and
 //     assignment, and no protocol. group.instance.id is reported from v4.
 //
-//   - Authorized operations (v3+): isrbroker has no authorizer, so, like Kafka 2.4 without
-//     one, a request that includes them gets every operation a group supports (READ,
-//     DESCRIBE, DELETE) for a group described without error; otherwise 0.
+//   - Authorization (docs/acls.md): a group the caller may not DESCRIBE answers
+//     GROUP_AUTHORIZATION_FAILED with empty fields. Authorized operations (v3+), when asked:
+//     the group operations (READ, DESCRIBE, DELETE) the caller may perform, all three
+//     without an authorizer, as Kafka 2.4; otherwise 0.
 //
 // Deviations: none.
 
 func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
 
-// GroupAuthorizedOperations is the KIP-430 bit field of READ (3), DELETE (6) and DESCRIBE (8):
-// what Kafka 2.4 answers without an authorizer.
-const GroupAuthorizedOperations = int32(1<<3 | 1<<6 | 1<<8)
 
-func handleDescribeGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDescribeGroups(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
+		if !r.allowed(acl.OpDescribe, acl.ResourceGroup, id) { // docs/acls.md
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, errGroupAuthFailed
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		g := c.DescribeGroup(id)
 		g.AuthorizedOperations = 0
 		if req.Version >= 3 && req.IncludeAuthorizedOperations && g.ErrorCode == errNone {
-			g.AuthorizedOperations = GroupAuthorizedOperations
+			g.AuthorizedOperations = r.authorizedGroupOps(id) // KIP-430
 		}
 		resp.Groups = append(resp.Groups, g)
 	}

@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // ListGroups: v0-3 (v3 flexible).
@@ -17,10 +19,21 @@ import (
 
 func init() { register(kmsg.ListGroups, 0, 3, handleListGroups) }
 
-func handleListGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleListGroups(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	code, groups := c.ListGroups()
+	// DESCRIBE on the cluster lists every group, else those with DESCRIBE on the group
+	// (docs/acls.md).
+	if !r.allowed(acl.OpDescribe, acl.ResourceCluster, acl.ClusterName) {
+		kept := groups[:0]
+		for _, g := range groups {
+			if r.allowed(acl.OpDescribe, acl.ResourceGroup, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		groups = kept
+	}
 	resp.ErrorCode = code
 	resp.Groups = groups
 	respond(resp)

@@ -2,6 +2,8 @@ package groupcoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // DeleteGroups: v0-2 (v2 flexible).
@@ -19,10 +21,21 @@ import (
 
 func init() { register(kmsg.DeleteGroups, 0, 2, handleDeleteGroups) }
 
-func handleDeleteGroups(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleDeleteGroups(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	codes := c.DeleteGroups(req.Groups)
+	var allowed []string // DELETE on the group (docs/acls.md)
+	for _, id := range req.Groups {
+		if r.allowed(acl.OpDelete, acl.ResourceGroup, id) {
+			allowed = append(allowed, id)
+		}
+	}
+	codes := c.DeleteGroups(allowed)
+	for _, id := range req.Groups {
+		if _, ok := codes[id]; !ok && !r.allowed(acl.OpDelete, acl.ResourceGroup, id) {
+			codes[id] = errGroupAuthFailed
+		}
+	}
 	seen := make(map[string]bool)
 	for _, id := range req.Groups {
 		if seen[id] {

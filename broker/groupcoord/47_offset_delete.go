@@ -2,6 +2,8 @@ package groupcoord
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // OffsetDelete: v0 (KIP-496).
@@ -19,14 +21,25 @@ import (
 
 func init() { register(kmsg.OffsetDelete, 0, 0, handleOffsetDelete) }
 
-func handleOffsetDelete(c *Coordinator, _ *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
+func handleOffsetDelete(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	// DELETE on the group, READ on each topic (docs/acls.md).
+	if !r.allowed(acl.OpDelete, acl.ResourceGroup, req.Group) {
+		resp.ErrorCode = errGroupAuthFailed
+		respond(resp)
+		return
+	}
 	codes := make(map[tp]int16)
 	var tps []tp
 	for _, t := range req.Topics {
+		readable := r.allowed(acl.OpRead, acl.ResourceTopic, t.Topic)
 		for _, p := range t.Partitions {
 			k := tp{t.Topic, p.Partition}
+			if !readable {
+				codes[k] = errTopicAuthFailed
+				continue
+			}
 			if c.meta != nil && !c.meta.HasPartition(t.Topic, p.Partition) {
 				codes[k] = errUnknownTopicOrPartition
 				continue

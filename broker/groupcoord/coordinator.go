@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 )
@@ -43,6 +44,8 @@ var (
 	errUnknownTopicOrPartition         = kerr.UnknownTopicOrPartition.Code
 	errInvalidCommitOffsetSize         = kerr.InvalidCommitOffsetSize.Code
 	errTransactionalIDAuthFailed       = kerr.TransactionalIDAuthorizationFailed.Code
+	errGroupAuthFailed                 = kerr.GroupAuthorizationFailed.Code
+	errTopicAuthFailed                 = kerr.TopicAuthorizationFailed.Code
 	errInvalidRequest                  = kerr.InvalidRequest.Code
 )
 
@@ -150,6 +153,31 @@ type Request struct {
 	ClientHost string // the client's address, without the port
 	Listener   string // the listener the request came in on
 	Log        logrus.FieldLogger
+	// Authorized decides an operation of the request's principal on a resource (the broker's
+	// authorizer; docs/acls.md). nil: no authorizer, everything is allowed.
+	Authorized func(op acl.Operation, typ acl.ResourceType, name string) bool
+}
+
+// allowed reports whether the request may perform op on typ:name.
+func (r *Request) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
+	return r == nil || r.Authorized == nil || r.Authorized(op, typ, name)
+}
+
+// authorizedGroupOps is KIP-430's bitfield of the group operations the request may perform.
+func (r *Request) authorizedGroupOps(group string) int32 {
+	var bits int32
+	for _, op := range acl.SupportedOperations(acl.ResourceGroup) {
+		if r.allowed(op, acl.ResourceGroup, group) {
+			bits |= 1 << uint(op)
+		}
+	}
+	return bits
+}
+
+// groupReadDenied answers the group membership requests (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup) of a principal without READ on the group (GROUP_AUTHORIZATION_FAILED).
+func (r *Request) groupReadDenied(group string) bool {
+	return !r.allowed(acl.OpRead, acl.ResourceGroup, group)
 }
 
 // handlerFunc serves one request; respond must be called exactly once, now or later.

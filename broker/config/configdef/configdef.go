@@ -190,6 +190,22 @@ func UnlimitedOrAtLeast1() *Validator {
 	}}
 }
 
+// superUsers accepts super.users: ';'-separated principals of the form Type:name.
+func superUsers() *Validator {
+	return &Validator{Doc: "principals Type:name separated by ';'", Check: func(v any) string {
+		for _, p := range strings.Split(v.(string), ";") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if i := strings.IndexByte(p, ':'); i <= 0 || i == len(p)-1 {
+				return "principal " + strconv.Quote(p) + " is not of the form Type:name (User:admin)"
+			}
+		}
+		return ""
+	}}
+}
+
 // OneOf accepts one of the strings (case-sensitive, as Kafka's ValidString).
 func OneOf(values ...string) *Validator {
 	return &Validator{Doc: strings.Join(values, ", "), Check: func(v any) string {

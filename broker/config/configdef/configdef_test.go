@@ -151,7 +151,12 @@ func TestParseTypes(t *testing.T) {
 	if err := MustLookup("authorizer.class.name", Broker).CheckSupported(""); err != nil {
 		t.Errorf("empty authorizer rejected: %v", err)
 	}
-	if err := MustLookup("authorizer.class.name", Broker).CheckSupported("kafka.security.auth.SimpleAclAuthorizer"); err == nil {
-		t.Error("an authorizer isrbroker would bypass was accepted")
+	for _, name := range []string{"kafka.security.auth.SimpleAclAuthorizer", "kafka.security.authorizer.AclAuthorizer"} {
+		if _, err := MustLookup("authorizer.class.name", Broker).ParseValid(name); err != nil {
+			t.Errorf("Kafka 2.4's authorizer %s refused: %v", name, err)
+		}
+	}
+	if _, err := MustLookup("authorizer.class.name", Broker).ParseValid("com.example.Custom"); err == nil {
+		t.Error("a plug-in authorizer isrbroker cannot load was accepted")
 	}
 }

@@ -52,7 +52,6 @@ const (
 	whyIDs          = "isrbroker does not generate broker ids; broker.id is required"
 	whyAlterLogDirs = "isrbroker does not move replicas between log directories"
 	whyPlugins      = "isrbroker cannot load Java plug-in classes"
-	whyACLs         = "read by Kafka's ACL authorizer plug-in; isrbroker has no authorization"
 )
 
 // declared is the table: every Kafka 2.4.1 broker key (KafkaConfig), every topic key
@@ -147,10 +146,10 @@ func declared() []*Key {
 			unsupported("isrbroker stores record batches exactly as the producer sent them"),
 		broker("create.topic.policy.class.name", Class, "", nil, "A CreateTopicPolicy plug-in.").unsupported(whyPlugins),
 		broker("alter.config.policy.class.name", Class, "", nil, "An AlterConfigPolicy plug-in.").unsupported(whyPlugins),
-		broker("authorizer.class.name", String, "", nil, "The authorizer plug-in.").
-			unsupported("isrbroker has no authorization; every client may do everything"),
-		broker("super.users", String, "", nil, "Principals the ACL authorizer lets do everything (read by the plug-in, not KafkaConfig).").unused(whyACLs),
-		broker("allow.everyone.if.no.acl.found", Boolean, "false", nil, "The ACL authorizer's default (read by the plug-in, not KafkaConfig).").unused(whyACLs),
+		broker("authorizer.class.name", String, "", OneOf("", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer"),
+			"The authorizer: empty (none: every client may do everything) or one of Kafka 2.4's two names of its ACL authorizer (docs/acls.md)."),
+		broker("super.users", String, "", superUsers(), "Principals the ACL authorizer lets do everything, ';'-separated (User:admin;User:CN=b1,O=Acme)."),
+		broker("allow.everyone.if.no.acl.found", Boolean, "false", nil, "With the ACL authorizer: a resource without any ACL is open to every principal."),
 
 		// ---- Log ----
 		broker("log.dirs", String, "", nil, "Comma-separated log directories; default log.dir. One of the two is required in isrbroker."),
