@@ -25,7 +25,6 @@ import (
 
 func init() { register(kmsg.DescribeGroups, 0, 5, handleDescribeGroups) }
 
-
 func handleDescribeGroups(c *Coordinator, r *Request, kreq kmsg.Request, respond func(kmsg.Response)) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
