@@ -393,6 +393,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
+
+		FetchSessionCacheSlots: fetchSessionSlots(cfg.MaxIncrementalFetchSessionCacheSlots),
 	}, b.rmgr, b.zk)
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
@@ -512,4 +514,13 @@ func (b *runningBroker) shutdown() {
 	step("stopLogs")
 	steps["stopZooKeeper"] = (<-zkClosed).Round(time.Millisecond)
 	b.log.WithFields(steps).Info("stopped the components")
+}
+
+// fetchSessionSlots maps max.incremental.fetch.session.cache.slots to broker.Config's
+// FetchSessionCacheSlots, whose 0 means the default: 0 slots (no sessions) is -1 there.
+func fetchSessionSlots(slots int32) int32 {
+	if slots == 0 {
+		return -1
+	}
+	return slots
 }

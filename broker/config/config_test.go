@@ -259,6 +259,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"max.connections.per.ip", "50",
 		"max.connections.per.ip.overrides", "127.0.0.1:200, [::1]:0",
 		"connections.max.idle.ms", "30000",
+		"max.incremental.fetch.session.cache.slots", "0",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -284,6 +285,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.MaxConnectionsPerIP = 50
 	want.MaxConnectionsPerIPOverrides = "127.0.0.1:200, [::1]:0"
 	want.ConnectionsMaxIdle = 30 * time.Second
+	want.MaxIncrementalFetchSessionCacheSlots = 0
 	want.ZookeeperConnect = "zk1:2181,zk2,[::1]:2182/kafka/a"
 	want.ZookeeperServers = []string{"zk1:2181", "zk2:2181", "[::1]:2182"}
 	want.ZookeeperChroot = "/kafka/a"
