@@ -157,7 +157,6 @@ func fetchAnswers(parts []fetchsession.PartitionFetch, maxBytes int32, results [
 		if !ok {
 			rp.ErrorCode = kerr.UnknownServerError.Code
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			rp.RecordBatches = []byte{}
 			answers = append(answers, a)
 			continue
 		}
