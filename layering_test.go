@@ -45,7 +45,8 @@ var importRules = map[string][]string{
 	"zkcoord":                  {"zkcoord"},
 	"zkcoord/zkdata":           {},
 	"zkcoord/zkclient":         {},
-	"broker":                   {"broker/config", "broker/groupcoord", "replicamanager", "zkcoord", "logstore"},
+	"broker":                   {"broker/config", "broker/groupcoord", "broker/fetchsession", "replicamanager", "zkcoord", "logstore"},
+	"broker/fetchsession":      {}, // the incremental fetch session cache (KIP-227): leaves only
 	"broker/config":            {},
 	"broker/groupcoord":        {"replicamanager", "zkcoord", "logstore"},
 	"broker/replview":          {"fetcher", "replicamanager", "zkcoord"},

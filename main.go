@@ -399,6 +399,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Connections:           connectionLimits(cfg),
 		Registry:              reg,
 		Log:                   log,
+
+		FetchSessionCacheSlots: fetchSessionSlots(cfg.MaxIncrementalFetchSessionCacheSlots),
 	}, brokerDeps(b.rmgr, b.zk, acls))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()
@@ -520,4 +522,13 @@ func (b *runningBroker) shutdown() {
 	step("stopLogs")
 	steps["stopZooKeeper"] = (<-zkClosed).Round(time.Millisecond)
 	b.log.WithFields(steps).Info("stopped the components")
+}
+
+// fetchSessionSlots maps max.incremental.fetch.session.cache.slots to broker.Config's
+// FetchSessionCacheSlots, whose 0 means the default: 0 slots (no sessions) is -1 there.
+func fetchSessionSlots(slots int32) int32 {
+	if slots == 0 {
+		return -1
+	}
+	return slots
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/isrbroker/isrbroker/broker/fetchsession"
 	"github.com/isrbroker/isrbroker/broker/security/acl"
 	"github.com/isrbroker/isrbroker/logstore/record"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
@@ -92,32 +93,24 @@ func producerKinds(records []byte) (idempotent, transactional bool) {
 	return
 }
 
-// fetchDenied returns the partitions of a Fetch its sender may not read (nil: none): every
-// partition for a follower without CLUSTER_ACTION on the cluster, the partitions of topics a
-// consumer may not READ.
-func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest) map[rm.TopicPartition]bool {
+// fetchDenied returns the partitions of a fetch (its session's included) that its sender may
+// not read (nil: none): every partition for a follower without CLUSTER_ACTION on the cluster,
+// the partitions of topics a consumer may not READ.
+func fetchDenied(s *Server, r *request, replicaID int32, parts []fetchsession.PartitionFetch) map[rm.TopicPartition]bool {
 	if s.deps.ACLs == nil {
 		return nil
 	}
-	follower := req.ReplicaID >= 0 && s.authorizedCluster(r, acl.OpClusterAction)
+	follower := replicaID >= 0 && s.authorizedCluster(r, acl.OpClusterAction)
+	read := s.topicCheck(r, acl.OpRead)
 	var denied map[rm.TopicPartition]bool
-	allowed := map[string]bool{}
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		ok, seen := allowed[t.Topic]
-		if !seen {
-			ok = follower || (req.ReplicaID < 0 && s.authorized(r, acl.OpRead, acl.ResourceTopic, t.Topic))
-			allowed[t.Topic] = ok
-		}
-		if ok {
+	for _, p := range parts {
+		if follower || (replicaID < 0 && read(p.Topic)) {
 			continue
 		}
 		if denied == nil {
 			denied = map[rm.TopicPartition]bool{}
 		}
-		for j := range t.Partitions {
-			denied[tp(t.Topic, t.Partitions[j].Partition)] = true
-		}
+		denied[p.TopicPartition] = true
 	}
 	return denied
 }

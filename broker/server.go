@@ -13,6 +13,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/broker/fetchsession"
 	"github.com/isrbroker/isrbroker/broker/ratelog"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	Connections *ConnectionLimits
 	Registry    metrics.Registry
 	Log         logrus.FieldLogger
+
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots (KIP-227,
+	// broker/fetch_sessions.go): 0 is Kafka's default 1000, negative no sessions.
+	FetchSessionCacheSlots int32
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.
@@ -81,6 +86,8 @@ type Server struct {
 	quotas *connQuotas // max.connections, max.connections.per.ip (conn_quotas.go)
 
 	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
+
+	fetchSessions *fetchsession.Cache // KIP-227 incremental fetch sessions (fetch_sessions.go)
 
 	// acceptWarnings rate-limits the accept loops' failure lines (one per listener per 10 s,
 	// with suppressed=<n>): out of file descriptors, Accept fails on every attempt.
@@ -123,6 +130,8 @@ func New(cfg Config, deps Deps) *Server {
 		conns:        make(map[*conn]struct{}),
 		replBytesOut: metrics.GetOrRegisterMeter(MetricReplicationBytesOut, cfg.Registry),
 		reqMetrics:   newRequestMetrics(cfg.Registry),
+
+		fetchSessions: newFetchSessionCache(cfg),
 
 		acceptWarnings: ratelog.New(ratelog.DefaultInterval, nil),
 	}

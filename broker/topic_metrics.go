@@ -59,3 +59,14 @@ func (s *Server) markFetch(replicaID int32, resp *kmsg.FetchResponse, spliced []
 		}
 	}
 }
+
+// markOmittedFetches counts in TotalFetchRequestsPerSec the partitions an incremental fetch read
+// but left out of its answer (no change: no records, no error), as Kafka counts every
+// partition read.
+func (s *Server) markOmittedFetches(answers []fetchAnswer, keep []bool) {
+	for i := range keep {
+		if !keep[i] {
+			s.topicStats.MarkFetch(answers[i].topic, answers[i].rp.ErrorCode)
+		}
+	}
+}

@@ -7,7 +7,10 @@
 // The fetcher never touches ZooKeeper and never imports zkcoord or replicamanager. It talks to:
 //   - leaders, over the Kafka protocol (Fetch v11, OffsetForLeaderEpoch v3, ListOffsets v5 with
 //     replica_id set), through the small Leader interface; RemoteLeader implements it over
-//     broker/kproto.Conn and tests use an in-memory twin;
+//     broker/kproto.Conn and tests use an in-memory twin; each fetcher keeps a KIP-227
+//     incremental fetch session with its leader (fetch_session.go), as Kafka's
+//     ReplicaFetcherThread does from IBP 1.1: full first, then incremental, full again after a
+//     session error, a failed request or an answer that does not match the session;
 //   - the local replica, only through the Local interface, which the replica manager implements;
 //   - the follower replication throttle, only through the optional ReplicaQuota (Config.Quota):
 //     a throttled partition that is not in sync is left out of fetches while the quota is

@@ -42,6 +42,8 @@ type memLeader struct {
 	truncateReads bool                                 // with corrupt: cut the data to a partial batch
 
 	open int // handles not closed
+
+	wrap func(Leader) Leader // when set, handle returns its wrapping of the handle
 }
 
 func newMemLeader() *memLeader {
@@ -125,7 +127,11 @@ func (m *memLeader) openHandles() int {
 func (m *memLeader) handle() Leader {
 	m.mu.Lock()
 	m.open++
+	wrap := m.wrap
 	m.mu.Unlock()
+	if wrap != nil {
+		return wrap(&memLeaderHandle{m: m})
+	}
 	return &memLeaderHandle{m: m}
 }
 

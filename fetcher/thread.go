@@ -24,8 +24,9 @@ type fetcherThread struct {
 	// doc). The truncation phase (thread_truncate.go), the fetch phase (thread_fetch.go) and
 	// OFFSET_OUT_OF_RANGE handling (thread_outofrange.go) work on it.
 	partitionStates
-	metricName string // the PartitionCount gauge's name
-	warnKey    string // names this fetcher for the rate limit of its warnings (ratelog.go)
+	metricName string        // the PartitionCount gauge's name
+	session    *fetchSession // the incremental fetch session with the leader (KIP-227, fetch_session.go)
+	warnKey    string        // names this fetcher for the rate limit of its warnings (ratelog.go)
 
 	wake   chan struct{}
 	ctx    context.Context
@@ -51,6 +52,7 @@ func newFetcherThread(m *Manager, fetcherID int, source BrokerEndPoint, leader L
 		done:      make(chan struct{}),
 
 		partitionStates: newPartitionStates(),
+		session:         newFetchSession(),
 		metricName:      MetricPartitionCount(fetcherID, source.ID),
 		warnKey:         fmt.Sprint(m.cfg.BrokerID, "/", name),
 	}

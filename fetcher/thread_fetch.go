@@ -8,15 +8,15 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/isrbroker/isrbroker/broker/kproto"
 )
 
 // This file is the fetcher's fetch phase (S17, S18): one Fetch for the Fetching partitions and the
 // processing of its response, partition by partition.
 
 // maybeFetch sends one Fetch for the ready Fetching partitions and processes the response
-// (S17; processFetchRequest, docs/kafka-facts.md §4). It reports whether it sent anything.
+// (S17; processFetchRequest, docs/kafka-facts.md §4). It reports whether it sent anything. The
+// fetch is one of the incremental fetch session with the leader (fetch_session.go): partitions
+// not ready this time leave the session and join it again when they are.
 func (t *fetcherThread) maybeFetch() bool {
 	now := time.Now()
 	sent := make(map[TopicPartition]sentState)
@@ -26,13 +26,7 @@ func (t *fetcherThread) maybeFetch() bool {
 	req.MaxWaitMillis = int32(t.cfg.FetchWaitMax / time.Millisecond)
 	req.MinBytes = t.cfg.FetchMinBytes
 	req.MaxBytes = t.cfg.FetchResponseMaxBytes
-	req.SessionID = 0
-	req.SessionEpoch = -1 // full fetch, no incremental session (KIP-227 FINAL_EPOCH)
-	topics := kproto.NewByTopic(&req.Topics, func(topic string) kmsg.FetchRequestTopic {
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		return rt
-	})
+	var next []sessionPartition
 	lso, hasLSO := t.local.(LogStartOffsetter)
 
 	t.mu.Lock()
@@ -51,17 +45,12 @@ func (t *fetcherThread) maybeFetch() bool {
 			}
 		}
 		sent[tp] = sentState{fetchOffset: s.fetchOffset, leaderEpoch: s.leaderEpoch}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = s.leaderEpoch
-		rp.FetchOffset = s.fetchOffset
-		rp.LogStartOffset = logStart
-		rp.PartitionMaxBytes = t.cfg.FetchMaxBytes
-		rt := topics.Topic(tp.Topic)
-		rt.Partitions = append(rt.Partitions, rp)
+		next = append(next, sessionPartition{tp: tp, data: sessionPartitionData{
+			fetchOffset: s.fetchOffset, logStartOffset: logStart, maxBytes: t.cfg.FetchMaxBytes, leaderEpoch: s.leaderEpoch,
+		}})
 	}
 	t.mu.Unlock()
-	if len(sent) == 0 {
+	if !t.session.build(req, next) {
 		return false
 	}
 
@@ -69,7 +58,16 @@ func (t *fetcherThread) maybeFetch() bool {
 	if t.ctx.Err() != nil {
 		return true
 	}
-	if err == nil && resp.ErrorCode != 0 {
+	if err != nil {
+		t.session.handleError()
+	} else if ok, problem := t.session.handleResponse(resp); !ok {
+		if resp.ErrorCode == 0 || resp.ErrorCode == kerr.FetchSessionIDNotFound.Code || resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code {
+			// Kafka's fetcher processes nothing of this answer and fetches again at once, in
+			// full: the leader lost the session (restart, eviction) or the answer did not
+			// match it.
+			t.log.WithField("reason", problem).Info("fetch session reset; the next fetch is full")
+			return true
+		}
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {

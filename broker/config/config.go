@@ -59,6 +59,9 @@ type Config struct {
 	MaxConnectionsPerIPOverrides string            `key:"max.connections.per.ip.overrides"` // host:count,host:count (PerIPOverrides)
 	ConnectionsMaxIdle           time.Duration     `key:"connections.max.idle.ms"`
 
+	// Fetch sessions (KIP-227).
+	MaxIncrementalFetchSessionCacheSlots int32 `key:"max.incremental.fetch.session.cache.slots"`
+
 	// ZooKeeper.
 	ZookeeperConnect           string        // zookeeper.connect (required) host:port[,host:port][/chroot]
 	ZookeeperServers           []string      // the host:port list of ZookeeperConnect

@@ -262,6 +262,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"authorizer.class.name", "kafka.security.authorizer.AclAuthorizer",
 		"super.users", "User:admin;User:CN=b1,O=Acme",
 		"allow.everyone.if.no.acl.found", "true",
+		"max.incremental.fetch.session.cache.slots", "0",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -290,6 +291,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.MaxConnectionsPerIP = 50
 	want.MaxConnectionsPerIPOverrides = "127.0.0.1:200, [::1]:0"
 	want.ConnectionsMaxIdle = 30 * time.Second
+	want.MaxIncrementalFetchSessionCacheSlots = 0
 	want.ZookeeperConnect = "zk1:2181,zk2,[::1]:2182/kafka/a"
 	want.ZookeeperServers = []string{"zk1:2181", "zk2:2181", "[::1]:2182"}
 	want.ZookeeperChroot = "/kafka/a"

@@ -127,8 +127,7 @@ func declared() []*Key {
 		broker("background.threads", Int, "10", AtLeast(1), "Background task threads.").dyn(ClusterWide).unused(whyThreads),
 		broker("num.recovery.threads.per.data.dir", Int, "1", AtLeast(1), "Threads per log directory for recovery and flush at shutdown.").dyn(ClusterWide).unused(whyThreads),
 		broker("num.replica.alter.log.dirs.threads", Int, "", nil, "Threads moving replicas between log directories.").unused(whyAlterLogDirs),
-		broker("max.incremental.fetch.session.cache.slots", Int, "1000", AtLeast(0), "Incremental fetch sessions kept (KIP-227).").
-			unused("isrbroker answers every fetch session request with sessionless full fetches"),
+		broker("max.incremental.fetch.session.cache.slots", Int, "1000", AtLeast(0), "Incremental fetch sessions kept (KIP-227); 0 answers every fetch sessionless. A full cache evicts a session unused for 120 s, else a smaller or consumer one (broker/fetchsession)."),
 		broker("fetch.purgatory.purge.interval.requests", Int, "1000", nil, "Purge interval of the fetch purgatory.").unused(whyPurgatory),
 		broker("producer.purgatory.purge.interval.requests", Int, "1000", nil, "Purge interval of the produce purgatory.").unused(whyPurgatory),
 		broker("delete.records.purgatory.purge.interval.requests", Int, "1", nil, "Purge interval of the delete-records purgatory.").unused(whyPurgatory),
