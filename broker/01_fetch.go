@@ -24,9 +24,13 @@ import (
 //   - No incremental fetch sessions (KIP-227): every fetch is a full fetch and the response
 //     carries session_id 0, which tells clients sessions are off. session_epoch > 0 names a
 //     session we cannot have → FETCH_SESSION_ID_NOT_FOUND top-level.
-//   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
-//     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
-//     LSO, which is the HW, as READ_UNCOMMITTED does.
+//   - last_stable_offset = HW (no transactions), no aborted transactions; isolation_level is
+//     therefore not needed: READ_COMMITTED reads up to the LSO, which is the HW, as
+//     READ_UNCOMMITTED does.
+//   - Fetch from follower (KIP-392): a consumer's v11 fetch carries client metadata (rack_id,
+//     the listener), as Kafka's handleFetchRequest builds it from v11. A follower serves it up to
+//     its HW; on the leader with replica.selector.class set, a partition may be answered with
+//     no records and preferred_read_replica (replicamanager/read_replica.go); otherwise -1.
 //   - Zero-copy reads: on a socket the records are not read into memory; they are regions of
 //     the segment files sent with sendfile, the response framing (encoded by kmsg) written
 //     around them (kproto.AppendSplicedFetch, Kafka's FileRecords.writeTo). A partition whose
@@ -36,11 +40,9 @@ import (
 //     TotalFetchRequestsPerSec, and in FailedFetchRequestsPerSec on an unexpected error
 //     (topic_metrics.go).
 //
-// Deviations: forgotten_topics_data is ignored (sessions are off); rack-aware reads
-// (KIP-392) are not done (preferred_read_replica -1: read from the leader, Kafka's default
-// without replica.selector.class). v12 and above are not advertised: v12's
-// last_fetched_epoch asks the leader for a diverging-epoch check (KIP-595) that isrbroker
-// does not make; followers truncate through OffsetForLeaderEpoch (K1) and consumers use
+// Deviations: forgotten_topics_data is ignored (sessions are off). v12 and above are not
+// advertised: v12's last_fetched_epoch asks the leader for a diverging-epoch check (KIP-595)
+// that isrbroker does not make; followers truncate through OffsetForLeaderEpoch (K1) and consumers use
 // KIP-320 validation, both served (docs/compatibility.md).
 
 func init() { regKey(kmsg.Fetch, 4, 11, handleFetch) }
@@ -58,6 +60,9 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		MaxWait:   time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
 		MinBytes:  req.MinBytes,
 		MaxBytes:  req.MaxBytes,
+	}
+	if req.Version >= 11 && req.ReplicaID < 0 {
+		params.Client = &rm.ClientMetadata{RackID: req.Rack, Listener: r.c.listener} // KIP-392
 	}
 	if params.MaxBytes <= 0 {
 		params.MaxBytes = math.MaxInt32
@@ -133,6 +138,9 @@ func fillFetchResponse(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, maxByte
 				continue
 			}
 			rp.ErrorCode = res.ErrorCode
+			if res.HasPreferredReadReplica {
+				rp.PreferredReadReplica = res.PreferredReadReplica
+			}
 			rp.HighWatermark = res.HighWatermark
 			rp.LastStableOffset = res.HighWatermark // no transactions: LSO = HW
 			rp.LogStartOffset = res.LogStartOffset
