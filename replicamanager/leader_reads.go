@@ -156,7 +156,7 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 	results, bytes, errored, throttledBytes := lr.fetchRead(fp, true)
 	minBytes := max(int(fp.MinBytes), 1)
 	// A preferred read replica answers at once (KAFKA-13767; Kafka 2.4 parked such a fetch until
-	// max_wait, docs/kafka-facts.md "KIP-392").
+	// max_wait, docs/kafka-facts.md §15).
 	redirected := slices.ContainsFunc(results, func(r FetchPartitionResult) bool { return r.HasPreferredReadReplica })
 	if fp.MaxWait <= 0 || len(fp.Partitions) == 0 || bytes >= minBytes || errored || redirected {
 		lr.quota.Record(int64(throttledBytes))

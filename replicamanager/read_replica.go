@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Fetch from follower (KIP-392, Kafka 2.4; docs/kafka-facts.md, "KIP-392"). A consumer's fetch
+// Fetch from follower (KIP-392, Kafka 2.4; docs/kafka-facts.md §15). A consumer's fetch
 // of v11+ carries client metadata (FetchParams.Client). On the leader, with
 // replica.selector.class set, the selector may name another replica as the partition's
 // preferred read replica; the partition is then answered without records, with the HW, the log

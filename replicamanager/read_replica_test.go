@@ -12,8 +12,7 @@ import (
 
 func rack(s string) *string { return &s }
 
-// Kafka 2.4's RackAwareReplicaSelector with ReplicaView.comparator() (docs/kafka-facts.md,
-// "KIP-392").
+// Kafka 2.4's RackAwareReplicaSelector with ReplicaView.comparator() (docs/kafka-facts.md §15).
 func TestSelectRackAware(t *testing.T) {
 	leader := replicaView{id: 1, reachable: true, rack: rack("r1"), leo: 10}
 	f := func(id int32, r *string, leo int64, since time.Duration) replicaView {

@@ -216,7 +216,7 @@ func declared() []*Key {
 		broker("replica.socket.timeout.ms", Int, "30000", Positive(), "Socket timeout of a follower's fetch.").ms(),
 		broker("replica.high.watermark.checkpoint.interval.ms", Long, "5000", AtLeast(1, "isrbroker runs it on a timer"), "How often replication-offset-checkpoint (the HWs) is written.").ms(),
 		broker("replica.selector.class", String, "", EmptyOrOneOf("empty: consumers read from the leader; isrbroker cannot load other Java classes", RackAwareReplicaSelector),
-			"The preferred read replica of a consumer's fetch (KIP-392, fetch from follower): empty, the leader; RackAwareReplicaSelector, a replica in the consumer's rack (docs/kafka-facts.md, \"KIP-392\")."),
+			"The preferred read replica of a consumer's fetch (KIP-392, fetch from follower): empty, the leader; RackAwareReplicaSelector, a replica in the consumer's rack (docs/kafka-facts.md §15)."),
 		broker("replication.quota.window.num", Int, "11", AtLeast(1), "Samples of the replication quota.").unused(whyReplQuotas),
 		broker("replication.quota.window.size.seconds", Int, "1", AtLeast(1), "Sample length of the replication quota.").seconds().unused(whyReplQuotas),
 		broker("alter.log.dirs.replication.quota.window.num", Int, "11", AtLeast(1), "Samples of the alter-log-dirs quota.").unused(whyAlterLogDirs),
