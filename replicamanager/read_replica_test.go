@@ -149,6 +149,14 @@ func TestFollowerReadBoundedByHW(t *testing.T) {
 	if r := waitResult(t, e.clientFetch(t, client, 0, 0, 0), time.Second); r.ErrorCode != kerr.FencedLeaderEpoch.Code {
 		t.Errorf("stale current_leader_epoch: %v, want FENCED_LEADER_EPOCH", kerr.ErrorForCode(r.ErrorCode))
 	}
+	// Kafka 2.4 keeps ListOffsets (but for the debugging replica id) and OffsetsForLeaderEpoch
+	// leader-only, consumers' too (docs/kafka-facts.md §15).
+	if r := e.rm.Requests().ListOffsets(-1, 0, []ListOffsetsPartition{{TopicPartition: tp0(), Timestamp: -1, CurrentLeaderEpoch: 1}}); r[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Errorf("ListOffsets on a follower: %v, want NOT_LEADER_FOR_PARTITION", kerr.ErrorForCode(r[0].ErrorCode))
+	}
+	if r := e.rm.Requests().LastOffsetForLeaderEpoch(-1, []EpochEndOffsetRequest{{TopicPartition: tp0(), CurrentLeaderEpoch: 1, LeaderEpoch: 1}}); r[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Errorf("OffsetsForLeaderEpoch on a follower: %v, want NOT_LEADER_FOR_PARTITION", kerr.ErrorForCode(r[0].ErrorCode))
+	}
 
 	parked := e.clientFetch(t, client, 3, 1, time.Minute)
 	select {
