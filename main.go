@@ -361,7 +361,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ReplicaFetchBackoff:             cfg.ReplicaFetchBackoff,
 		ReplicaSocketTimeout:            cfg.ReplicaSocketTimeout,
 		UncleanLeaderElection:           cfg.UncleanLeaderElectionEnable,
-		LocalAddr:                       cfg.LocalAddress, // isrbroker.local.address: replica fetchers
+		ReplicaSelector:                 cfg.ReplicaSelectorClass, // KIP-392
+		LocalAddr:                       cfg.LocalAddress,         // isrbroker.local.address: replica fetchers
 		LogDefaults:                     logCfg,
 		Events:                          events,
 		Registry:                        reg,
@@ -408,6 +409,8 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		_, ok := md.Partition(tp.Topic, tp.Partition)
 		return ok
 	})
+	// The replica selector's racks (KIP-392): UpdateMetadata's live brokers.
+	b.rmgr.SetReplicaEndpoint(md.ReplicaEndpoint)
 	// DeleteRecords' low watermark counts the followers on live brokers only.
 	b.rmgr.SetAliveBroker(func(id int32) bool {
 		_, ok := md.Snapshot().Brokers[id]

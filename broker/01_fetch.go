@@ -31,9 +31,13 @@ import (
 //     offset. Unknown session → FETCH_SESSION_ID_NOT_FOUND, wrong epoch →
 //     INVALID_FETCH_SESSION_EPOCH, top-level with no partitions; forgotten_topics_data leaves
 //     the session. v4-6 are sessionless.
-//   - last_stable_offset = HW (no transactions), preferred_read_replica -1, no aborted
-//     transactions; isolation_level is therefore not needed: READ_COMMITTED reads up to the
-//     LSO, which is the HW, as READ_UNCOMMITTED does.
+//   - last_stable_offset = HW (no transactions), no aborted transactions; isolation_level is
+//     therefore not needed: READ_COMMITTED reads up to the LSO, which is the HW, as
+//     READ_UNCOMMITTED does.
+//   - Fetch from follower (KIP-392): a consumer's v11 fetch carries client metadata (rack_id,
+//     the listener), as Kafka's handleFetchRequest builds it from v11. A follower serves it up to
+//     its HW; on the leader with replica.selector.class set, a partition may be answered with
+//     no records and preferred_read_replica (replicamanager/read_replica.go); otherwise -1.
 //   - Zero-copy reads: on a socket the records are not read into memory; they are regions of
 //     the segment files sent with sendfile, the response framing (encoded by kmsg) written
 //     around them (kproto.AppendSplicedFetch, Kafka's FileRecords.writeTo). A partition whose
@@ -43,9 +47,7 @@ import (
 //     TotalFetchRequestsPerSec, and in FailedFetchRequestsPerSec on an unexpected error
 //     (topic_metrics.go).
 //
-// Deviations: rack-aware reads
-// (KIP-392) are not done (preferred_read_replica -1: read from the leader, Kafka's default
-// without replica.selector.class). v12 and above are not advertised: v12's
+// Deviations: v12 and above are not advertised: v12's
 // last_fetched_epoch asks the leader for a diverging-epoch check (KIP-595) that isrbroker
 // does not make; followers truncate through OffsetForLeaderEpoch (K1) and consumers use
 // KIP-320 validation, both served (docs/compatibility.md).
@@ -66,6 +68,9 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		MaxWait:   time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond,
 		MinBytes:  req.MinBytes,
 		MaxBytes:  req.MaxBytes,
+	}
+	if req.Version >= 11 && req.ReplicaID < 0 {
+		params.Client = &rm.ClientMetadata{RackID: req.Rack, Listener: r.c.listener} // KIP-392
 	}
 	if params.MaxBytes <= 0 {
 		params.MaxBytes = math.MaxInt32
@@ -168,6 +173,9 @@ func fetchAnswers(parts []fetchsession.PartitionFetch, maxBytes int32, results [
 			continue
 		}
 		rp.ErrorCode = res.ErrorCode
+		if res.HasPreferredReadReplica {
+			rp.PreferredReadReplica = res.PreferredReadReplica // KIP-392
+		}
 		rp.HighWatermark = res.HighWatermark
 		rp.LastStableOffset = res.HighWatermark // no transactions: LSO = HW
 		rp.LogStartOffset = res.LogStartOffset

@@ -298,7 +298,8 @@ func TestFetchErrorsAndData(t *testing.T) {
 	if p := fetch(12, "x", 0, 0).Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("UNKNOWN_TOPIC_OR_PARTITION: got %d", p.ErrorCode)
 	}
-	if p := fetch(12, "follower", 0, 0).Topics[0].Partitions[0]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
+	// Before v11 (no client metadata) consumers read from the leader only (KIP-392).
+	if p := fetch(10, "follower", 0, 0).Topics[0].Partitions[0]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("NOT_LEADER_OR_FOLLOWER: got %d", p.ErrorCode)
 	}
 	if resp := fetch(12, "t", 0, 5); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {

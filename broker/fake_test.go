@@ -29,6 +29,10 @@ type fakePart struct {
 	batches [][]byte
 	bases   []int64
 	next    int64
+	// preferred, when redirect is set, is the preferred read replica answered to consumer
+	// fetches with client metadata (KIP-392).
+	preferred int32
+	redirect  bool
 }
 
 // fakeReplicas is an in-memory replica manager: every append is committed at once (HW =
@@ -45,6 +49,7 @@ type fakeReplicas struct {
 	ctrlEpoch   int32
 	immediate   bool // fetch never waits (fuzzing)
 	lastListRID int32
+	lastClient  *rm.ClientMetadata // the last fetch's client metadata
 }
 
 func newFakeReplicas() *fakeReplicas {
@@ -107,6 +112,7 @@ func (f *fakeReplicas) AppendRecords(timeout time.Duration, acks int16, entries 
 func (f *fakeReplicas) read(p rm.FetchParams) ([]rm.FetchPartitionResult, int, chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lastClient = p.Client
 	var out []rm.FetchPartitionResult
 	total := 0
 	for _, fp := range p.Partitions {
@@ -115,8 +121,11 @@ func (f *fakeReplicas) read(p rm.FetchParams) ([]rm.FetchPartitionResult, int, c
 		switch {
 		case part == nil:
 			res.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case !part.leader:
+		case !part.leader && p.Client == nil: // a follower serves consumers with client metadata (KIP-392)
 			res.ErrorCode = kerr.NotLeaderForPartition.Code
+		case part.redirect && p.Client != nil:
+			res.HighWatermark, res.LastStableOffset, res.LogStartOffset = part.next, part.next, 0
+			res.HasPreferredReadReplica, res.PreferredReadReplica = true, part.preferred
 		case fp.FetchOffset < 0 || fp.FetchOffset > part.next:
 			res.ErrorCode = kerr.OffsetOutOfRange.Code
 		default:

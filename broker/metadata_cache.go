@@ -129,6 +129,22 @@ func (m *MetadataCache) Partition(topic string, partition int32) (PartitionInfo,
 	return m.snap.Load().Partition(topic, partition)
 }
 
+// ReplicaEndpoint is the replica selector's view of broker id (KIP-392; Kafka's
+// getPartitionReplicaEndpoints): its rack (nil when it registered none) when it is alive with
+// an endpoint on listener, else ok false. It implements replicamanager.ReplicaEndpoint.
+func (m *MetadataCache) ReplicaEndpoint(listener string, id int32) (rack *string, ok bool) {
+	b, alive := m.snap.Load().Brokers[id]
+	if !alive {
+		return nil, false
+	}
+	if _, ok := b.Endpoint(listener); !ok {
+		return nil, false
+	}
+	return b.Rack, true
+}
+
+var _ rm.ReplicaEndpoint = (*MetadataCache)(nil).ReplicaEndpoint
+
 // WaitFor blocks until cond holds for a snapshot or ctx ends (returning ctx.Err()).
 // cond is evaluated on the current snapshot and after every update.
 func (m *MetadataCache) WaitFor(ctx context.Context, cond func(*MetadataSnapshot) bool) error {

@@ -26,10 +26,13 @@ type Config struct {
 	ReplicaFetchBackoff             time.Duration
 	ReplicaSocketTimeout            time.Duration
 	UncleanLeaderElection           bool
-	LocalAddr                       string // bind address for fetcher connections (fault tests)
-	LogDefaults                     logstore.Config
-	Registry                        metrics.Registry
-	Log                             logrus.FieldLogger
+	// ReplicaSelector is replica.selector.class (KIP-392): "" (consumers read from the leader)
+	// or configdef.RackAwareReplicaSelector.
+	ReplicaSelector string
+	LocalAddr       string // bind address for fetcher connections (fault tests)
+	LogDefaults     logstore.Config
+	Registry        metrics.Registry
+	Log             logrus.FieldLogger
 	// Now is the clock; nil means time.Now. Tests inject one to drive lag rules.
 	Now func() time.Time
 	// Events records ISR changes, role changes and truncations for the replication page

@@ -169,6 +169,13 @@ type env struct {
 
 func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 	t.Helper()
+	return newEnvWith(t, brokerID, minIsr, nil)
+}
+
+// newEnvWith is newEnv with the config changed by edit (when not nil) before the replica
+// manager is built.
+func newEnvWith(t testing.TB, brokerID int32, minIsr int, edit func(*Config)) *env {
+	t.Helper()
 	lg := logrus.New()
 	lg.SetLevel(logrus.WarnLevel)
 	logs, err := logstore.Open([]string{t.TempDir()}, brokerID, logstore.DefaultConfig(), lg)
@@ -180,7 +187,7 @@ func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 	coord := newFakeCoord()
 	reg := metrics.NewRegistry()
 	ff := &fakeFetchers{}
-	rm := newReplicaManager(Config{
+	cfg := Config{
 		BrokerID:          brokerID,
 		ReplicaLagTimeMax: 10 * time.Second,
 		MinInsyncReplicas: minIsr,
@@ -188,7 +195,11 @@ func newEnv(t testing.TB, brokerID int32, minIsr int) *env {
 		Registry:          reg,
 		Log:               lg,
 		Now:               c.Now,
-	}, logs, coord, ff)
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	rm := newReplicaManager(cfg, logs, coord, ff)
 	return &env{rm: rm, coord: coord, fetch: ff, clock: c, reg: reg}
 }
 

@@ -2,6 +2,7 @@ package replicamanager
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/isrbroker/isrbroker/logstore/record"
@@ -11,7 +12,9 @@ import (
 
 // leaderReads is the read path of a leader: Fetch from consumers and followers (with the
 // delayed fetch of S14.5 and the leader-side replication throttle of issue 4), ListOffsets and
-// OffsetForLeaderEpoch (K1). Follower fetches also record the follower's progress, which may
+// OffsetForLeaderEpoch (K1). Consumers' fetches with client metadata (Fetch v11+) are also
+// served on a follower, and on the leader may be sent to a preferred read replica (KIP-392,
+// read_replica.go). Follower fetches also record the follower's progress, which may
 // advance the HW. It also reads the local replica whatever its role: ReadLocal (leadership.go)
 // and the debugging ListOffsetsAnyReplica (debug_offsets.go).
 type leaderReads struct {
@@ -21,15 +24,20 @@ type leaderReads struct {
 	quota     *replicationQuota // the leader side of the replication throttle (quota.go)
 	purgatory *purgatory
 	log       *logrus.Entry
+	rackAware bool                            // replica.selector.class is RackAwareReplicaSelector (KIP-392)
+	endpoint  atomic.Pointer[ReplicaEndpoint] // the metadata cache's replica endpoints; nil: none chosen
 }
 
 // fetchRead reads every partition of a fetch once. Consumers read below the HW, followers up to
-// the LEO (S7). When updateFollowers is set and the fetch comes from a follower, the leader records
+// the LEO (S7). A consumer fetch with client metadata (KIP-392) may also read on a follower, up to
+// the follower's HW, and on the leader may get a preferred read replica and no records. When updateFollowers is set and the fetch comes from a follower, the leader records
 // the follower's fetch offset as its LEO (docs/kafka-facts.md §3). throttledBytes is the part of
 // bytes read for leader-throttled replicas outside the ISR (issue 4), to be recorded against the
 // leader quota once the response is sent.
 func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results []FetchPartitionResult, bytes int, errored bool, throttledBytes int) {
 	fromFollower := fp.ReplicaID >= 0
+	// Kafka's fetchOnlyFromLeader: followers, and consumers without client metadata (before v11).
+	onlyLeader := fromFollower || fp.Client == nil
 	remaining := int64(fp.MaxBytes)
 	if remaining <= 0 {
 		remaining = 1<<31 - 1
@@ -54,7 +62,7 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			errored = true
 			continue
 		}
-		if !p.isLeaderLocked() {
+		if onlyLeader && !p.isLeaderLocked() {
 			p.mu.RUnlock()
 			r.ErrorCode = kerr.NotLeaderForPartition.Code
 			errored = true
@@ -67,6 +75,15 @@ func (lr *leaderReads) fetchRead(fp FetchParams, updateFollowers bool) (results 
 			continue
 		}
 		hw, leo, logStart := p.hw.get(), p.log.LogEndOffset(), p.log.LogStartOffset()
+		if !fromFollower && p.isLeaderLocked() {
+			if id, ok := lr.preferredReadReplicaLocked(p, fp.Client, part.FetchOffset, now); ok {
+				// KIP-392: no read; the offsets as the leader knows them (fetchOffsetSnapshot).
+				p.mu.RUnlock()
+				r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, logStart
+				r.HasPreferredReadReplica, r.PreferredReadReplica = true, id
+				continue
+			}
+		}
 		throttled := fromFollower && lr.throttledFollowerLocked(p, fp.ReplicaID)
 		// Only an assigned follower reads to the LEO and counts as a follower's progress;
 		// Kafka answers any other replica_id >= 0 with no records (updateFollowerFetchState
@@ -138,12 +155,16 @@ func (lr *leaderReads) throttledFollowerLocked(p *Partition, replicaID int32) bo
 func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionResult)) {
 	results, bytes, errored, throttledBytes := lr.fetchRead(fp, true)
 	minBytes := max(int(fp.MinBytes), 1)
-	if fp.MaxWait <= 0 || len(fp.Partitions) == 0 || bytes >= minBytes || errored {
+	// A preferred read replica answers at once (KAFKA-13767; Kafka 2.4 parked such a fetch until
+	// max_wait, docs/kafka-facts.md §15).
+	redirected := slices.ContainsFunc(results, func(r FetchPartitionResult) bool { return r.HasPreferredReadReplica })
+	if fp.MaxWait <= 0 || len(fp.Partitions) == 0 || bytes >= minBytes || errored || redirected {
 		lr.quota.Record(int64(throttledBytes))
 		done(results)
 		return
 	}
 	fromFollower := fp.ReplicaID >= 0
+	onlyLeader := fromFollower || fp.Client == nil
 	keys := make([]TopicPartition, len(fp.Partitions))
 	for i, part := range fp.Partitions {
 		keys[i] = part.TopicPartition
@@ -157,7 +178,7 @@ func (lr *leaderReads) FetchMessages(fp FetchParams, done func([]FetchPartitionR
 				return true
 			}
 			v := p.view()
-			if !v.isLeader || (part.CurrentLeaderEpoch >= 0 && part.CurrentLeaderEpoch != v.leaderEpoch) {
+			if (onlyLeader && !v.isLeader) || (part.CurrentLeaderEpoch >= 0 && part.CurrentLeaderEpoch != v.leaderEpoch) {
 				return true
 			}
 			end := v.hw

@@ -21,6 +21,8 @@ type followerReplicas struct {
 	pool *partitionPool
 	logs *logstore.Manager // checkpoints a log start offset raised by the leader's
 	log  *logrus.Entry
+	// purgatory: a follower's HW move completes the consumer fetches parked on it (KIP-392).
+	purgatory *purgatory
 }
 
 // Followers report their log start offset in their fetches (the low watermark of DeleteRecords
@@ -181,10 +183,15 @@ func (fr *followerReplicas) TruncateFullyAndStartAt(tp TopicPartition, offset in
 // epochs are kept, then follower HW = min(leader HW, own LEO) and the log start offset follows
 // the leader's.
 func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset int64, records []byte, leaderHW, leaderLogStart int64) (leo int64, err error) {
-	startMoved := false
+	startMoved, hwMoved := false, false
 	defer func() {
 		if startMoved {
 			checkpointLogStartOffsets(fr.logs, fr.log) // a DeleteRecords on the leader: keep it across a restart
+		}
+		if hwMoved && fr.purgatory != nil {
+			// Consumers reading from this follower (KIP-392) read up to its HW; Kafka 2.4 lets
+			// them wait out max_wait, Kafka 3.4 completes them here (KAFKA-14334).
+			fr.purgatory.checkAndComplete(tp)
 		}
 	}()
 	err = fr.withFollower(tp, true, func(p *Partition) error {
@@ -208,7 +215,9 @@ func (fr *followerReplicas) ProcessPartitionData(tp TopicPartition, fetchOffset 
 			startMoved = p.log.LogStartOffset() > before
 			p.logger().WithFields(map[string]any{"from": before, "to": p.log.LogStartOffset()}).Info("incremented log start offset to the leader's")
 		}
+		before := p.hw.get()
 		p.hw.set(max(min(leaderHW, leo), p.log.LogStartOffset()))
+		hwMoved = p.hw.get() != before
 		return nil
 	})
 	return leo, err

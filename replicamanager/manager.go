@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/isrbroker/isrbroker/broker/config/configdef"
 	"github.com/isrbroker/isrbroker/broker/ratelog"
 	"github.com/isrbroker/isrbroker/fetcher"
 	"github.com/isrbroker/isrbroker/logstore"
@@ -178,7 +179,7 @@ func newReplicaManager(cfg Config, logs *logstore.Manager, coord Coordinator, fm
 		warnings: warnings, metrics: &rm.metrics, isr: isr, events: cfg.Events}
 	rm.initLiveConfigs()
 	rm.throttles = newThrottles(cfg.BrokerID, cfg.Now, rm.log, cfg.Registry)
-	rm.followers = &followerReplicas{pool: pool, logs: logs, log: rm.log}
+	rm.followers = &followerReplicas{pool: pool, logs: logs, log: rm.log, purgatory: purg}
 	rm.fetcher = fm
 	if fm == nil {
 		rm.fetcher = fetcher.NewManager(fetcher.Config{
@@ -199,7 +200,8 @@ func newReplicaManager(cfg Config, logs *logstore.Manager, coord Coordinator, fm
 	rm.ctl = &controllerRequests{pool: pool, brokerID: cfg.BrokerID, log: rm.log, warnings: warnings, logs: logs,
 		fetcher: rm.fetcher, purgatory: purg, now: cfg.Now, topicStats: topicStats, createPartitions: rm.createPartitions}
 	rm.ctl.brokerEpoch.Store(-1)
-	rm.reads = &leaderReads{pool: pool, brokerID: cfg.BrokerID, now: cfg.Now, quota: rm.throttles.leader, purgatory: purg, log: rm.log}
+	rm.reads = &leaderReads{pool: pool, brokerID: cfg.BrokerID, now: cfg.Now, quota: rm.throttles.leader, purgatory: purg, log: rm.log,
+		rackAware: cfg.ReplicaSelector == configdef.RackAwareReplicaSelector}
 	rm.produce = &appender{pool: pool, purgatory: purg, topicStats: topicStats, now: cfg.Now}
 	rm.deletes = &deleteRecords{pool: pool, purgatory: purg, logs: logs, log: rm.log}
 	rm.dirs = &logDirs{pool: pool, logs: logs, log: rm.log, fetcher: rm.fetcher, purgatory: purg, ctl: rm.ctl, notifier: notifier}
@@ -297,6 +299,10 @@ func (rm *ReplicaManager) SetLeadershipListener(f LeadershipListener) {
 // SetAliveBroker installs the liveness lookup (the metadata cache's live brokers): only the
 // followers on live brokers count in the low watermark of DeleteRecords (delete_records.go).
 func (rm *ReplicaManager) SetAliveBroker(f func(id int32) bool) { rm.deletes.aliveBroker.Store(&f) }
+
+// SetReplicaEndpoint installs the metadata cache's replica endpoints, which the replica selector
+// needs for the racks of a partition's replicas (KIP-392, read_replica.go).
+func (rm *ReplicaManager) SetReplicaEndpoint(f ReplicaEndpoint) { rm.reads.endpoint.Store(&f) }
 
 // SetAllLogDirsOffline installs what to do when no log dir is online any more (main: shut the
 // broker down, as Kafka's "Shutdown broker because all log dirs ... have failed";

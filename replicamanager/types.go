@@ -83,6 +83,18 @@ type FetchParams struct {
 	// (docs/performance.md, "Zero-copy reads").
 	FileRecords bool
 	Partitions  []FetchPartition
+	// Client is a consumer fetch's client metadata (Fetch v11+, KIP-392); nil for followers and
+	// older versions, which read from the leader only. With it a follower serves the consumer up
+	// to its HW, and a leader with a replica selector may name a preferred read replica.
+	Client *ClientMetadata
+}
+
+// ClientMetadata is what a consumer's fetch tells the replica selector (Kafka's
+// ClientMetadata): its rack (rack_id, "" when it has none) and the listener it came in on,
+// whose endpoints decide which replicas it can reach.
+type ClientMetadata struct {
+	RackID   string
+	Listener string
 }
 
 // FetchPartitionResult is one partition's answer to a fetch. Records holds raw record
@@ -96,6 +108,10 @@ type FetchPartitionResult struct {
 	LogStartOffset   int64
 	Records          []byte
 	Files            record.FileRecords
+	// HasPreferredReadReplica: the leader's replica selector sent the consumer to
+	// PreferredReadReplica (KIP-392); the partition then has no records.
+	HasPreferredReadReplica bool
+	PreferredReadReplica    int32
 }
 
 // ListOffsetsPartition asks for an offset by timestamp: -2 earliest, -1 latest, else the

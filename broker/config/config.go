@@ -104,6 +104,7 @@ type Config struct {
 	ReplicaFetchResponseMaxBytes           int32         `key:"replica.fetch.response.max.bytes"`
 	ReplicaSocketTimeout                   time.Duration `key:"replica.socket.timeout.ms"`
 	ReplicaHighWatermarkCheckpointInterval time.Duration `key:"replica.high.watermark.checkpoint.interval.ms"`
+	ReplicaSelectorClass                   string        `key:"replica.selector.class"` // KIP-392: "" (the leader) or configdef.RackAwareReplicaSelector
 
 	// Group coordinator and __consumer_offsets (docs/groups.md).
 	OffsetsTopicNumPartitions     int32         `key:"offsets.topic.num.partitions"`

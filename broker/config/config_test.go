@@ -173,6 +173,7 @@ func TestDefaults(t *testing.T) {
 		{"isrbroker.local.address", c.LocalAddress, ""},
 		{"isrbroker.log.format", c.LogFormat, "text"},
 		{"broker.rack", c.BrokerRack, ""},
+		{"replica.selector.class", c.ReplicaSelectorClass, ""},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -184,6 +185,7 @@ func TestDefaults(t *testing.T) {
 func TestEveryUsedKeyIsTyped(t *testing.T) {
 	p := with(
 		"broker.rack", "r1",
+		"replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector",
 		"listeners", "PLAINTEXT://127.0.0.1:9093,INTERNAL://127.0.0.1:19093",
 		"advertised.listeners", "PLAINTEXT://localhost:9093,INTERNAL://127.0.0.1:19093",
 		"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
@@ -279,6 +281,7 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want := *Default()
 	want.BrokerID = 1
 	want.BrokerRack = "r1"
+	want.ReplicaSelectorClass = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 	want.Listeners = []Listener{{"PLAINTEXT", "127.0.0.1", 9093, "PLAINTEXT"}, {"INTERNAL", "127.0.0.1", 19093, "PLAINTEXT"}}
 	want.AdvertisedListeners = []Listener{{"PLAINTEXT", "localhost", 9093, "PLAINTEXT"}, {"INTERNAL", "127.0.0.1", 19093, "PLAINTEXT"}}
 	want.ListenerSecurityProtocolMap = map[string]string{"PLAINTEXT": "PLAINTEXT", "INTERNAL": "PLAINTEXT"}
@@ -880,5 +883,27 @@ func TestPprofNeedsMetricsListen(t *testing.T) {
 	_, _, err := Parse(p)
 	if err == nil || !strings.Contains(err.Error(), "isrbroker.pprof.enable") || !strings.Contains(err.Error(), "metrics.listen") {
 		t.Fatalf("Parse = %v, want an error naming isrbroker.pprof.enable and metrics.listen", err)
+	}
+}
+
+// replica.selector.class (KIP-392) takes Kafka 2.4's own selector classes: none (the leader
+// only) or RackAwareReplicaSelector, which Kafka 2.4 ships (it has no other); any other class
+// stops start-up with an error naming the key and the accepted values.
+func TestReplicaSelectorClass(t *testing.T) {
+	const rackAware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+	for _, ok := range []string{"", rackAware} {
+		c, warnings, err := Parse(with("replica.selector.class", ok))
+		if err != nil || len(warnings) != 0 || c.ReplicaSelectorClass != ok {
+			t.Errorf("replica.selector.class=%q: %v, warnings %v, ReplicaSelectorClass %q", ok, err, warnings, c.ReplicaSelectorClass)
+		}
+	}
+	for _, bad := range []string{"org.apache.kafka.common.replica.LeaderReplicaSelector", "com.example.MySelector", "RackAwareReplicaSelector"} {
+		_, _, err := Parse(with("replica.selector.class", bad))
+		if !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), `"replica.selector.class"`) || !strings.Contains(err.Error(), rackAware) {
+			t.Errorf("replica.selector.class=%q: err %v, want ErrInvalidValue naming the key and %s", bad, err, rackAware)
+		}
+	}
+	if Classify("replica.selector.class") != Used {
+		t.Errorf("replica.selector.class classified %v, want Used", Classify("replica.selector.class"))
 	}
 }

@@ -45,6 +45,12 @@ func endOffsets(t *testing.T, c *cluster.Cluster, topic string, partitions int32
 // up to its end offset as listed when readAll starts; it returns the records per partition.
 func readAll(t *testing.T, c *cluster.Cluster, topic string, partitions int32) map[int32][]*kgo.Record {
 	t.Helper()
+	return readAllWith(t, c, topic, partitions)
+}
+
+// readAllWith is readAll with the consumer's options extended by opts (kgo.Rack, ...).
+func readAllWith(t *testing.T, c *cluster.Cluster, topic string, partitions int32, opts ...kgo.Opt) map[int32][]*kgo.Record {
+	t.Helper()
 	ends := endOffsets(t, c, topic, partitions)
 	out := map[int32][]*kgo.Record{}
 	done := func() (bool, string) {
@@ -62,7 +68,7 @@ func readAll(t *testing.T, c *cluster.Cluster, topic string, partitions int32) m
 	if ok, _ := done(); ok {
 		return out
 	}
-	cl := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := c.Client(append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,6 +216,17 @@ func OneOf(values ...string) *Validator {
 			}
 		}
 		return "must be one of " + strings.Join(values, ", ")
+	}}
+}
+
+// EmptyOrOneOf accepts an empty value or one of the strings (case-sensitive); why, appended
+// to the message, says what the empty value means and why nothing else is accepted.
+func EmptyOrOneOf(why string, values ...string) *Validator {
+	return &Validator{Doc: "empty or " + strings.Join(values, ", "), Check: func(v any) string {
+		if v.(string) == "" || slices.Contains(values, v.(string)) {
+			return ""
+		}
+		return "must be empty or one of " + strings.Join(values, ", ") + " (" + why + ")"
 	}}
 }
 

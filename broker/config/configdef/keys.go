@@ -32,6 +32,10 @@ func (k *Key) unsupported(why string) *Key {
 	return k
 }
 
+// RackAwareReplicaSelector is the one replica.selector.class Kafka 2.4 ships (KIP-392; 2.4 has
+// no LeaderReplicaSelector: an empty value means the leader).
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 // Kafka's numeric limits as written in its documentation.
 var (
 	longMax = strconv.FormatInt(1<<63-1, 10)
@@ -209,7 +213,8 @@ func declared() []*Key {
 		broker("replica.fetch.response.max.bytes", Int, "10485760", AtLeast(0), "Bytes of a follower's whole fetch response."),
 		broker("replica.socket.timeout.ms", Int, "30000", Positive(), "Socket timeout of a follower's fetch.").ms(),
 		broker("replica.high.watermark.checkpoint.interval.ms", Long, "5000", AtLeast(1, "isrbroker runs it on a timer"), "How often replication-offset-checkpoint (the HWs) is written.").ms(),
-		broker("replica.selector.class", String, "", nil, "Fetch-from-follower replica selector (KIP-392).").unsupported(whyPlugins),
+		broker("replica.selector.class", String, "", EmptyOrOneOf("empty: consumers read from the leader; isrbroker cannot load other Java classes", RackAwareReplicaSelector),
+			"The preferred read replica of a consumer's fetch (KIP-392, fetch from follower): empty, the leader; RackAwareReplicaSelector, a replica in the consumer's rack (docs/kafka-facts.md §15)."),
 		broker("replication.quota.window.num", Int, "11", AtLeast(1), "Samples of the replication quota.").unused(whyReplQuotas),
 		broker("replication.quota.window.size.seconds", Int, "1", AtLeast(1), "Sample length of the replication quota.").seconds().unused(whyReplQuotas),
 		broker("alter.log.dirs.replication.quota.window.num", Int, "11", AtLeast(1), "Samples of the alter-log-dirs quota.").unused(whyAlterLogDirs),
