@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/admin"
 	"github.com/isrbroker/isrbroker/zkcoord/agent"
 	"github.com/isrbroker/isrbroker/zkcoord/controller"
@@ -78,6 +79,10 @@ type Config struct {
 	IsrChangePropagationInterval time.Duration
 	IsrChangePropagationBlackOut time.Duration
 	IsrChangeMaxDelay            time.Duration
+
+	// InterBrokerSecurity secures the controller's connections to the brokers (TLS, SASL of
+	// the inter-broker listener); the zero value is PLAINTEXT.
+	InterBrokerSecurity kproto.Security
 
 	dialer zk.Dialer // tests: cut the session's TCP connection
 }
@@ -340,6 +345,7 @@ func (c *Coordinator) StartController() {
 		Registry:                           c.cfg.Registry,
 		Log:                                c.log,
 		OnRoleChange:                       c.cfg.OnControllerChange,
+		Security:                           c.cfg.InterBrokerSecurity,
 	})
 	c.ctl.Start()
 	c.watchUncleanEnable(c.ctl)
