@@ -130,6 +130,9 @@ type Coordinator struct {
 	ConfigListener *agent.ConfigListener // /config/changes
 	ProducerIDs    *agent.ProducerIDs    // producer-id blocks
 	LogDirEvents   *agent.LogDirEvents   // log dir failure notifications (KIP-112)
+	// Credentials is the SCRAM credential cache (/config/users), loaded by Connect and kept
+	// current through /config/changes: the sasl.CredentialStore of the SCRAM listeners.
+	Credentials *agent.CredentialCache
 
 	cfg       Config
 	log       logrus.FieldLogger
@@ -174,6 +177,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 	c.ConfigListener = agent.NewConfigListener(c.zk, cfg.BrokerID, c.log)
 	c.ProducerIDs = agent.NewProducerIDs(c.zk, cfg.BrokerID, c.log)
 	c.LogDirEvents = agent.NewLogDirEvents(c.zk, cfg.BrokerID)
+	c.Credentials = agent.NewCredentialCache(c.zk, c.log)
 	c.wg.Add(1)
 	go c.sessionLoop()
 	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)
@@ -228,6 +232,13 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 		c.Close()
 		return nil, err
 	}
+	// SCRAM users can log in from the first connection on (Kafka's CredentialProvider is filled
+	// before the listeners start); later changes arrive through the config listener.
+	if err := c.Credentials.Load(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("zkcoord: load SCRAM credentials from %s: %w", zkdata.PathConfigUsers, err)
+	}
+	c.Credentials.Follow(c.ConfigListener)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
