@@ -35,7 +35,7 @@ var scramMechanisms = []string{sasl.ScramSHA256, sasl.ScramSHA512}
 
 // NewCredentialCache returns an empty cache over conn.
 func NewCredentialCache(conn zkclient.Conn, log logrus.FieldLogger) *CredentialCache {
-	c := &CredentialCache{conn: conn, log: log.WithField("component", "credential-cache"), creds: map[string]map[string]sasl.ScramCredential{}}
+	c := &CredentialCache{conn: conn, log: log.WithField("component", "dynamic-config"), creds: map[string]map[string]sasl.ScramCredential{}}
 	for _, m := range scramMechanisms {
 		c.creds[m] = map[string]sasl.ScramCredential{}
 	}
@@ -75,7 +75,7 @@ func (c *CredentialCache) Load() error {
 		}
 		cfg, err := zkdata.DecodeConfig(data)
 		if err != nil {
-			c.log.WithField("user", user).WithError(err).Warn("ignoring undecodable user config znode")
+			c.log.WithField("path", zkdata.UserConfigPath(user)).WithError(err).Warn("ignoring undecodable user config znode")
 			continue
 		}
 		c.UpdateUser(user, cfg)
@@ -101,7 +101,7 @@ func (c *CredentialCache) UpdateUser(user string, cfg map[string]string) {
 		}
 		cred, err := sasl.ParseScramCredential(text)
 		if err != nil {
-			c.log.WithFields(logrus.Fields{"user": user, "mechanism": m}).WithError(err).Warn("ignoring SCRAM credential that does not parse")
+			c.log.WithField("entity", zkdata.UserEntity(user)).WithError(err).Warn("ignoring " + m + " credential that does not parse")
 			continue
 		}
 		parsed[m] = cred

@@ -270,7 +270,7 @@ func (l *configChangeListener) deliverUser(sanitized string) error {
 	}
 	user, err := zkdata.DesanitizeUser(sanitized)
 	if err != nil {
-		d.log.WithField("user", sanitized).WithError(err).Warn("ignoring user config of a name Kafka's Sanitizer did not write")
+		d.log.WithField("entity", "users/"+sanitized).WithError(err).Warn("ignoring user config of a name Kafka's Sanitizer did not write")
 		return nil
 	}
 	path := zkdata.UserConfigPath(user)
