@@ -33,6 +33,7 @@ import (
 	"github.com/isrbroker/isrbroker/broker"
 	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/broker/metricsexport"
 	"github.com/isrbroker/isrbroker/broker/replview"
 	"github.com/isrbroker/isrbroker/broker/tools/admintool"
@@ -187,7 +188,7 @@ func brokerCommand(parent context.Context, c *cli.Context, stderr io.Writer) err
 			controlledShutdown(context.Background(), shutdownLocator{b.zk.Reader, b.zk.Registrar}, shutdownSettings{
 				BrokerID: cfg.BrokerID, Listener: cfg.InterBrokerListenerName,
 				MaxRetries: cfg.ControlledShutdownMaxRetries, RetryBackoff: cfg.ControlledShutdownRetryBackoff,
-				Timeout: cfg.ControllerSocketTimeout,
+				Timeout: cfg.ControllerSocketTimeout, Security: b.interBroker,
 			}, log)
 		}
 	case serveErr = <-b.serveErr:
@@ -272,6 +273,11 @@ type runningBroker struct {
 	dirsFailed chan []string
 	metrics    net.Addr       // bound metrics address, nil when disabled
 	page       *replview.Page // served on the metrics listener from the start, 503 until Start
+	// interBroker secures the broker's own connections to the inter-broker listener (fetchers,
+	// controller channel, controlled shutdown): PLAINTEXT (the zero value) until broker/config
+	// parses that listener's client keys and newInterBrokerSecurity (interbroker_security.go)
+	// builds it from them.
+	interBroker kproto.Security
 }
 
 // startBroker constructs and starts everything. On error whatever was started is stopped
@@ -336,6 +342,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		AutoLeaderRebalance:                cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval:       cfg.LeaderImbalanceCheckInterval,
 		LeaderImbalancePerBrokerPercentage: cfg.LeaderImbalancePerBrokerPercentage,
+		InterBrokerSecurity:                b.interBroker, // the controller's channel to the brokers
 		OnBrokerEpoch: func(e int64) {
 			if r := rmgrRef.Load(); r != nil {
 				r.SetBrokerEpoch(e)
@@ -367,6 +374,7 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Events:                          events,
 		Registry:                        reg,
 		Log:                             log.WithField("component", componentReplicaManager),
+		InterBrokerSecurity:             b.interBroker,
 	}, b.logs, replicaCoordinatorOf(b.zk))
 	rmgrRef.Store(b.rmgr)
 	b.rmgr.SetAllLogDirsOffline(func(dirs []string) {

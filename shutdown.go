@@ -22,6 +22,9 @@ type shutdownSettings struct {
 	MaxRetries   int           // controlled.shutdown.max.retries: the number of attempts, as in Kafka
 	RetryBackoff time.Duration // controlled.shutdown.retry.backoff.ms
 	Timeout      time.Duration // controller.socket.timeout.ms: connect + answer of one attempt
+	// Security secures the connection to the controller (TLS, SASL of the inter-broker
+	// listener); the zero value is PLAINTEXT.
+	Security kproto.Security
 }
 
 // controlledShutdown runs the broker side of K7 (zkcoord/agent's controlled shutdown client)
@@ -31,7 +34,7 @@ func controlledShutdown(ctx context.Context, zk controllerLocator, s shutdownSet
 	return agent.ControlledShutdown(ctx, zk, agent.ShutdownSettings{
 		BrokerID: s.BrokerID, Listener: s.Listener, MaxRetries: s.MaxRetries, RetryBackoff: s.RetryBackoff, Timeout: s.Timeout,
 		Dial: func(ctx context.Context, addr, clientID string, timeout time.Duration) (agent.Requester, error) {
-			c, err := kproto.Dial(ctx, addr, "", clientID, timeout)
+			c, err := kproto.DialSecurity(ctx, addr, "", clientID, timeout, s.Security)
 			if err != nil {
 				return nil, err
 			}

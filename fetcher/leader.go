@@ -35,6 +35,7 @@ type Leader interface {
 type RemoteLeader struct {
 	addr, localAddr, clientID string
 	timeout                   time.Duration
+	sec                       kproto.Security
 
 	mu     sync.Mutex
 	conn   *kproto.Conn
@@ -45,7 +46,12 @@ type RemoteLeader struct {
 // side ("" = any); timeout bounds the dial and each request (replica.socket.timeout.ms; a
 // fetch additionally gets its max wait).
 func NewRemoteLeader(addr, localAddr, clientID string, timeout time.Duration) *RemoteLeader {
-	return &RemoteLeader{addr: addr, localAddr: localAddr, clientID: clientID, timeout: timeout}
+	return NewSecureRemoteLeader(addr, localAddr, clientID, timeout, kproto.Security{})
+}
+
+// NewSecureRemoteLeader is NewRemoteLeader whose connections are secured by sec (TLS, SASL).
+func NewSecureRemoteLeader(addr, localAddr, clientID string, timeout time.Duration, sec kproto.Security) *RemoteLeader {
+	return &RemoteLeader{addr: addr, localAddr: localAddr, clientID: clientID, timeout: timeout, sec: sec}
 }
 
 func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time.Duration) (kmsg.Response, error) {
@@ -59,7 +65,7 @@ func (l *RemoteLeader) request(ctx context.Context, req kmsg.Request, extra time
 	timeout := l.timeout + extra
 	if conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		c, err := kproto.Dial(dctx, l.addr, l.localAddr, l.clientID, l.timeout)
+		c, err := kproto.DialSecurity(dctx, l.addr, l.localAddr, l.clientID, l.timeout, l.sec)
 		cancel()
 		if err != nil {
 			return nil, err

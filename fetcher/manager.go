@@ -76,7 +76,7 @@ func (m *Manager) createFetcherThread(fetcherID int, source BrokerEndPoint) *fet
 		leader = m.cfg.NewLeader(source, fetcherID)
 	} else {
 		clientID := fmt.Sprintf("broker-%d-fetcher-%d", m.cfg.BrokerID, fetcherID)
-		leader = NewRemoteLeader(source.Addr, m.cfg.LocalAddr, clientID, m.cfg.SocketTimeout)
+		leader = NewSecureRemoteLeader(source.Addr, m.cfg.LocalAddr, clientID, m.cfg.SocketTimeout, m.cfg.Security)
 	}
 	return newFetcherThread(m, fetcherID, source, leader)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/logstore/record"
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
@@ -43,6 +44,9 @@ type Config struct {
 	FetchResponseMaxBytes int32 // replica.fetch.response.max.bytes (whole response)
 
 	LocalAddr string // bind outgoing connections (fault tests); "" = any
+	// Security secures the connections to leaders (TLS, SASL of the inter-broker listener);
+	// the zero value is PLAINTEXT.
+	Security kproto.Security
 
 	Registry metrics.Registry
 	Log      logrus.FieldLogger

@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/logstore"
 	"github.com/isrbroker/isrbroker/replicamanager/replevents"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	// Events records ISR changes, role changes and truncations for the replication page
 	// (docs/replication-page.md); nil keeps a recorder of its own.
 	Events *replevents.Recorder
+	// InterBrokerSecurity secures the fetchers' connections (TLS, SASL of the inter-broker
+	// listener); the zero value is PLAINTEXT.
+	InterBrokerSecurity kproto.Security
 }
 
 // setDefaults fills unset (zero or negative) settings with the configdef table's defaults;

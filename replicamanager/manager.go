@@ -192,6 +192,7 @@ func newReplicaManager(cfg Config, logs *logstore.Manager, coord Coordinator, fm
 			FetchMaxBytes:         cfg.ReplicaFetchMaxBytes,
 			FetchResponseMaxBytes: cfg.ReplicaFetchResponseMaxBytes,
 			LocalAddr:             cfg.LocalAddr,
+			Security:              cfg.InterBrokerSecurity,
 			Registry:              cfg.Registry,
 			Log:                   rm.log,
 			Quota:                 rm.throttles.follower,

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/admin"
 	"github.com/isrbroker/isrbroker/zkcoord/agent"
 	"github.com/isrbroker/isrbroker/zkcoord/controller"
@@ -78,6 +79,10 @@ type Config struct {
 	IsrChangePropagationInterval time.Duration
 	IsrChangePropagationBlackOut time.Duration
 	IsrChangeMaxDelay            time.Duration
+
+	// InterBrokerSecurity secures the controller's connections to the brokers (TLS, SASL of
+	// the inter-broker listener); the zero value is PLAINTEXT.
+	InterBrokerSecurity kproto.Security
 
 	dialer zk.Dialer // tests: cut the session's TCP connection
 }
@@ -126,6 +131,9 @@ type Coordinator struct {
 	ProducerIDs    *agent.ProducerIDs    // producer-id blocks
 	LogDirEvents   *agent.LogDirEvents   // log dir failure notifications (KIP-112)
 	ACLs           *agent.ACLStore       // the ACL znodes and their change notifications (docs/acls.md)
+	// Credentials is the SCRAM credential cache (/config/users), loaded by Connect and kept
+	// current through /config/changes: the sasl.CredentialStore of the SCRAM listeners.
+	Credentials *agent.CredentialCache
 
 	cfg       Config
 	log       logrus.FieldLogger
@@ -171,6 +179,7 @@ func dial(ctx context.Context, cfg Config, dialer zk.Dialer) (*Coordinator, erro
 	c.ProducerIDs = agent.NewProducerIDs(c.zk, cfg.BrokerID, c.log)
 	c.LogDirEvents = agent.NewLogDirEvents(c.zk, cfg.BrokerID)
 	c.ACLs = agent.NewACLStore(c.zk, c.log)
+	c.Credentials = agent.NewCredentialCache(c.zk, c.log)
 	c.wg.Add(1)
 	go c.sessionLoop()
 	tctx, cancel := context.WithTimeout(ctx, cfg.ConnectionTimeout)
@@ -225,6 +234,13 @@ func Connect(ctx context.Context, cfg Config) (*Coordinator, error) {
 		c.Close()
 		return nil, err
 	}
+	// SCRAM users can log in from the first connection on (Kafka's CredentialProvider is filled
+	// before the listeners start); later changes arrive through the config listener.
+	if err := c.Credentials.Load(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("zkcoord: load SCRAM credentials from %s: %w", zkdata.PathConfigUsers, err)
+	}
+	c.Credentials.Follow(c.ConfigListener)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -342,6 +358,7 @@ func (c *Coordinator) StartController() {
 		Registry:                           c.cfg.Registry,
 		Log:                                c.log,
 		OnRoleChange:                       c.cfg.OnControllerChange,
+		Security:                           c.cfg.InterBrokerSecurity,
 	})
 	c.ctl.Start()
 	c.watchUncleanEnable(c.ctl)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	franzsasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Conn is a sequential Kafka-protocol client connection used between brokers: the controller's
@@ -30,6 +31,13 @@ type Conn struct {
 	rbuf  []byte
 
 	deadline time.Time // the socket's read and write deadline (setDeadlineLocked)
+
+	// SASL (security.go): the mechanism, the dialled address, and when to re-authenticate
+	// (zero: never, the server gave no session lifetime).
+	sasl          franzsasl.Mechanism
+	host          string
+	reauthAt      time.Time
+	reauthTimeout time.Duration
 }
 
 // connReadBuffer is the read buffer of a Conn: a small response arrives with its size in one
@@ -59,6 +67,14 @@ func (c *Conn) SetReuseBuffer(on bool) {
 // Dial connects to addr ("host:port"). localAddr, when not empty, binds the outgoing side
 // (fault tests give each broker its own loopback address).
 func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (*Conn, error) {
+	nc, err := dialTCP(ctx, addr, localAddr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(nc, clientID), nil
+}
+
+func dialTCP(ctx context.Context, addr, localAddr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	if localAddr != "" {
 		la, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(localAddr, "0"))
@@ -67,11 +83,11 @@ func Dial(ctx context.Context, addr, localAddr, clientID string, timeout time.Du
 		}
 		d.LocalAddr = la
 	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return &Conn{nc: nc, sw: newSocketWriter(nc), br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}, nil
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+func newConn(nc net.Conn, clientID string) *Conn {
+	return &Conn{nc: nc, sw: newSocketWriter(nc), br: bufio.NewReaderSize(NewSocketReader(nc), connReadBuffer), formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID)), maxFrame: 1 << 30}
 }
 
 // Request writes req and waits for its response, honouring ctx's deadline (up to
@@ -116,6 +132,13 @@ func (c *Conn) setDeadlineLocked(dl time.Time) {
 func (c *Conn) request(ctx context.Context, req kmsg.Request, dl time.Time) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.maybeReauthLocked(ctx); err != nil {
+		return nil, err
+	}
+	return c.requestLocked(ctx, req, dl)
+}
+
+func (c *Conn) requestLocked(ctx context.Context, req kmsg.Request, dl time.Time) (kmsg.Response, error) {
 	if c.nc == nil {
 		return nil, net.ErrClosed
 	}

@@ -40,6 +40,7 @@ type ConfigListener struct {
 
 	mu        sync.Mutex
 	callbacks []func(entity string, cfg map[string]string)
+	users     []func(user string, cfg map[string]string) // OnUserConfig
 	started   bool
 	closed    bool
 	fullScan  bool // a callback was added: deliver every entity again
@@ -61,12 +62,29 @@ func (d *ConfigListener) OnDynamicConfig(f func(entity string, cfg map[string]st
 	if f == nil {
 		return
 	}
+	d.register(func() { d.callbacks = append(d.callbacks, f) })
+}
+
+// OnUserConfig registers f to receive user configs (/config/users/<sanitized user>, the SCRAM
+// credentials of docs/sasl.md §3): f(user, cfg) with the desanitized user name and the user's
+// complete config (empty when its znode is absent), for every user at the first scan and then
+// for each users/<user> notification (Kafka's UserConfigHandler; users/<u>/clients/<c> and
+// <default> quota entities are skipped). Otherwise as OnDynamicConfig.
+func (d *ConfigListener) OnUserConfig(f func(user string, cfg map[string]string)) {
+	if f == nil {
+		return
+	}
+	d.register(func() { d.users = append(d.users, f) })
+}
+
+// register adds a callback under the lock and starts the listener or asks for a full scan.
+func (d *ConfigListener) register(add func()) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return
 	}
-	d.callbacks = append(d.callbacks, f)
+	add()
 	d.fullScan = true
 	start := !d.started
 	if start {
@@ -222,11 +240,65 @@ func (l *configChangeListener) deliverAll() error {
 			return err
 		}
 	}
+	d.mu.Lock()
+	wantUsers := len(d.users) > 0
+	d.mu.Unlock()
+	if !wantUsers {
+		return nil
+	}
+	users, err := d.conn.Children(zkdata.PathConfigUsers)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		if err := l.deliverUser(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliverUser re-reads /config/users/<sanitized> and hands it to the user callbacks.
+func (l *configChangeListener) deliverUser(sanitized string) error {
+	d := l.d
+	d.mu.Lock()
+	cbs := append([]func(string, map[string]string){}, d.users...)
+	d.mu.Unlock()
+	if len(cbs) == 0 || sanitized == zkdata.DefaultBrokerEntity {
+		return nil
+	}
+	user, err := zkdata.DesanitizeUser(sanitized)
+	if err != nil {
+		d.log.WithField("entity", "users/"+sanitized).WithError(err).Warn("ignoring user config of a name Kafka's Sanitizer did not write")
+		return nil
+	}
+	path := zkdata.UserConfigPath(user)
+	cfg := map[string]string{}
+	data, _, err := d.conn.Get(path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+	case err != nil:
+		return err
+	default:
+		if cfg, err = zkdata.DecodeConfig(data); err != nil {
+			d.log.WithFields(logrus.Fields{"path": path}).WithError(err).Warn("ignoring undecodable config znode")
+			return nil
+		}
+	}
+	for _, f := range cbs {
+		cp := make(map[string]string, len(cfg))
+		for k, v := range cfg {
+			cp[k] = v
+		}
+		f(user, cp)
+	}
 	return nil
 }
 
 // deliverEntity re-reads one entity's config and calls the callbacks; entities that do not
-// concern this broker (another broker's config, clients, users) are skipped.
+// concern this broker (another broker's config, clients, users' client quotas) are skipped, and
+// users go to the user callbacks only.
 func (l *configChangeListener) deliverEntity(entity string) error {
 	d := l.d
 	kind, name, _ := strings.Cut(entity, "/")
@@ -236,6 +308,8 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 		path = zkdata.BrokerEntityConfigPath(name)
 	case kind == "topics" && zkdata.ValidTopicName(name):
 		path = zkdata.TopicConfigPath(name)
+	case kind == "users" && name != "" && !strings.Contains(name, "/"):
+		return l.deliverUser(name)
 	default:
 		return nil
 	}

@@ -31,12 +31,15 @@ type BrokerConn interface {
 // DialFunc opens a BrokerConn to addr ("host:port") from localAddr (optional source IP).
 type DialFunc func(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error)
 
-func dialWire(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error) {
-	c, err := kproto.Dial(ctx, addr, localAddr, clientID, timeout)
-	if err != nil {
-		return nil, err
+// secureDial is the default DialFunc: the Kafka protocol over TCP (broker/kproto), secured by sec.
+func secureDial(sec kproto.Security) DialFunc {
+	return func(ctx context.Context, addr, localAddr, clientID string, timeout time.Duration) (BrokerConn, error) {
+		c, err := kproto.DialSecurity(ctx, addr, localAddr, clientID, timeout, sec)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
-	return c, nil
 }
 
 // channelManager is Kafka's ControllerChannelManager: one brokerSender per live broker.

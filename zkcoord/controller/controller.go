@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/isrbroker/isrbroker/broker/kproto"
 	"github.com/isrbroker/isrbroker/zkcoord/internal/queue"
 	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"github.com/rcrowley/go-metrics"
@@ -37,6 +38,9 @@ type Config struct {
 	// Dial opens the controller's connection to a broker; nil dials the Kafka protocol over
 	// TCP (broker/kproto). Unit tests record requests in memory instead.
 	Dial DialFunc
+	// Security secures the default Dial's connections (TLS, SASL of the inter-broker
+	// listener); the zero value is PLAINTEXT.
+	Security kproto.Security
 	// OnRoleChange, when set, is told each time this broker becomes the active controller
 	// (active true, with the controller epoch it won) and each time it resigns (active false,
 	// with the epoch it held). It runs on the event goroutine, between two events, so it must
@@ -94,7 +98,7 @@ func New(conn zkclient.Conn, cfg Config) *Controller {
 		cfg.Log = logrus.StandardLogger().WithField("brokerId", cfg.BrokerID)
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = dialWire
+		cfg.Dial = secureDial(cfg.Security)
 	}
 	ct := &Controller{
 		cfg:        cfg,

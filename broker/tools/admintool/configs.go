@@ -28,8 +28,8 @@ import (
 const configsDescription = `Describe or change the dynamic configs of a topic or a broker, like Kafka's kafka-configs.sh.
 
 Exactly one of --zookeeper or --bootstrap-server, and of --describe or --alter. --entity-type is
-topics or brokers; --entity-name names the topic or the broker id; --entity-default (brokers)
-is the cluster-wide default of every broker. --add-config takes k1=v1,k2=[a,b] (brackets keep
+topics, brokers or users (SCRAM credentials, --zookeeper only); --entity-name names the topic, the
+broker id or the user; --entity-default (brokers) is the cluster-wide default of every broker. --add-config takes k1=v1,k2=[a,b] (brackets keep
 the commas of a list value); --delete-config takes k1,k2 (repeatable).
 
 Every change is checked before anything is written: an unknown key (with the nearest key as a
@@ -45,6 +45,7 @@ Examples:
   isrbroker configs --bootstrap-server localhost:9092 --entity-type brokers --entity-default --alter --add-config log.cleaner.threads=2
   isrbroker configs --zookeeper localhost:2181 --entity-type brokers --entity-name 1 --alter --add-config leader.replication.throttled.rate=1048576
   isrbroker configs --zookeeper localhost:2181 --entity-type topics --entity-name orders --alter --delete-config retention.ms
+  isrbroker configs --zookeeper localhost:2181 --entity-type users --entity-name alice --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'
 
 Output (--zookeeper):
   Completed Updating config for entity: topic 'orders'.
@@ -59,8 +60,8 @@ func configsCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "bootstrap-server", Usage: "Kafka brokers host:port[,host:port] to talk to instead of ZooKeeper"},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "with --bootstrap-server: give up after this time"},
-		&cli.StringFlag{Name: "entity-type", Usage: "topics or brokers"},
-		&cli.StringFlag{Name: "entity-name", Usage: "name of the topic, or the broker id"},
+		&cli.StringFlag{Name: "entity-type", Usage: "topics, brokers or users"},
+		&cli.StringFlag{Name: "entity-name", Usage: "name of the topic, the broker id or the user"},
 		&cli.BoolFlag{Name: "entity-default", Usage: "brokers: the cluster-wide default config"},
 		&cli.BoolFlag{Name: "describe", Usage: "list the configs of the entity"},
 		&cli.BoolFlag{Name: "all", Usage: "with --describe --bootstrap-server: every config, static and default ones too (Kafka 2.6, KIP-524)"},
@@ -79,7 +80,8 @@ func configsCommand() *cli.Command {
 
 // configsRequest is the parsed command line.
 type configsRequest struct {
-	topics  bool   // entity type topics, else brokers
+	topics  bool   // entity type topics, else brokers (or users)
+	users   bool   // entity type users: SCRAM credentials (configs_users.go)
 	name    string // topic or broker id; "" for the broker default
 	dflt    bool   // --entity-default
 	named   bool   // an entity was named (name or default)
@@ -108,6 +110,9 @@ func configsAction(c *cli.Context) error {
 		return failf("--all is only valid with --describe and --bootstrap-server")
 	}
 	out := c.App.Writer
+	if r.users {
+		return usersAction(c, r, zkc, out)
+	}
 	if bs != "" {
 		cl, err := dialKafka(bs, c.Duration("timeout"), "isrbroker-configs")
 		if err != nil {
@@ -148,18 +153,22 @@ func parseConfigsRequest(c *cli.Context) (*configsRequest, error) {
 				return nil, failf("The entity name for brokers must be a valid integer broker id, but it is: %s", r.name)
 			}
 		}
+	case "users":
+		if r.users = true; r.dflt {
+			return nil, failf("--entity-default of users sets client quotas, which isrbroker does not have")
+		}
 	case "":
-		return nil, failf("--entity-type (topics or brokers) is required")
+		return nil, failf("--entity-type (topics, brokers or users) is required")
 	default:
-		return nil, failf("Invalid entity-type %s, --entity-type must be one of topics,brokers (isrbroker has no client quotas)", c.String("entity-type"))
+		return nil, failf("Invalid entity-type %s, --entity-type must be one of topics,brokers,users (isrbroker has no client quotas)", c.String("entity-type"))
 	}
 	r.named = r.name != "" || r.dflt
 	if !c.Bool("alter") {
 		return r, nil
 	}
 	if !r.named {
-		if r.topics {
-			return nil, failf("--entity-name must be specified with --alter of topics")
+		if r.topics || r.users {
+			return nil, failf("--entity-name must be specified with --alter of %s", c.String("entity-type"))
 		}
 		return nil, failf("--entity-name or --entity-default must be specified with --alter of brokers")
 	}
@@ -241,6 +250,8 @@ func (r *configsRequest) entityString() string {
 	switch {
 	case r.topics:
 		return "topic '" + r.name + "'"
+	case r.users:
+		return "user-principal '" + r.name + "'"
 	case r.dflt:
 		return "default brokers"
 	}
