@@ -378,7 +378,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
-		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+		sec, err := broker.NewListenerSecurity(cfg, l, scramCredentials(b.zk))
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), Security: sec})
 	}
 	b.srv = broker.New(broker.Config{
 		BrokerID:                 cfg.BrokerID,
@@ -393,8 +397,10 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ClientWaitForMetadata: cfg.ZookeeperSessionTimeout + 5*time.Second,
 		StaticConfig:          cfg.Props,
 		Connections:           connectionLimits(cfg),
-		Registry:              reg,
-		Log:                   log,
+		// SASL: a failed authentication's close waits (connection.failed.authentication.delay.ms).
+		FailedAuthenticationDelay: cfg.ConnectionFailedAuthenticationDelay,
+		Registry:                  reg,
+		Log:                       log,
 	}, brokerDeps(b.rmgr, b.zk))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/isrbroker/isrbroker/broker"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
+	"github.com/isrbroker/isrbroker/broker/security/sasl"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 	"github.com/isrbroker/isrbroker/zkcoord/admin"
@@ -64,6 +65,12 @@ func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator) br
 		Reassignments:      zk,
 	}
 }
+
+// scramCredentials is the SCRAM credential store of the SASL listeners (sasl.CredentialStore:
+// the broker's cache of /config/users, docs/sasl.md §3). nil until the ZooKeeper-backed store is
+// wired here: a listener enabling SCRAM-SHA-256 or SCRAM-SHA-512 then stops start-up with
+// "SASL mechanism ... needs a SCRAM credential store".
+func scramCredentials(*zkcoord.Coordinator) sasl.CredentialStore { return nil }
 
 // configAdmin is broker.ConfigAdmin: the config reads and the config writes.
 type configAdmin struct {

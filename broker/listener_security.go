@@ -2,8 +2,11 @@ package broker
 
 import (
 	"crypto/tls"
+	"fmt"
 	"time"
 
+	"github.com/isrbroker/isrbroker/broker/config"
+	"github.com/isrbroker/isrbroker/broker/security/jaas"
 	"github.com/isrbroker/isrbroker/broker/security/sasl"
 	"github.com/isrbroker/isrbroker/broker/security/sslprincipal"
 	"github.com/isrbroker/isrbroker/broker/security/tlsconf"
@@ -121,3 +124,48 @@ var defaultSSLPrincipals = func() *sslprincipal.Mapper {
 	}
 	return m
 }()
+
+// NewListenerSecurity builds the security of listener l from the validated broker config
+// (config.Config.Validate has checked every key): its TLS stores, the SSL principal rules and
+// the enabled SASL mechanisms with their JAAS users and connections.max.reauth.ms. creds are
+// the SCRAM credentials (/config/users); nil refuses SCRAM mechanisms.
+func NewListenerSecurity(cfg *config.Config, l config.Listener, creds sasl.CredentialStore) (*ListenerSecurity, error) {
+	sec := &ListenerSecurity{Protocol: l.SecurityProtocol}
+	if sec.usesTLS() {
+		r, err := tlsconf.NewReloadable(cfg.TLSKeys(l), l.Name == cfg.InterBrokerListenerName)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		sec.TLS = r
+		if sec.Protocol == ProtocolSSL {
+			rules := sslprincipal.DefaultRules
+			if v, ok := cfg.TLSKeys(l)[sslprincipal.RulesKey]; ok {
+				rules = v
+			}
+			if sec.SSLPrincipals, err = sslprincipal.ParseRules(rules); err != nil {
+				return nil, fmt.Errorf("listener %s: %s: %w", l.Name, sslprincipal.RulesKey, err)
+			}
+		}
+	}
+	if !sec.usesSASL() {
+		return sec, nil
+	}
+	for _, name := range cfg.SASLMechanisms(l.Name) {
+		entries, err := cfg.JAASEntries(l.Name, name)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s, SASL mechanism %s: %w", l.Name, name, err)
+		}
+		sc := sasl.Config{Plain: sasl.StaticPlainUsers(jaas.PlainUsers(entries)), Credentials: creds, OAuthBearer: jaas.DefaultUnsecuredValidatorOptions()}
+		if e, ok := jaas.FindModule(entries, jaas.OAuthBearerLoginModule); ok {
+			if sc.OAuthBearer, err = e.UnsecuredValidator(); err != nil {
+				return nil, fmt.Errorf("listener %s, SASL mechanism %s: %w", l.Name, name, err)
+			}
+		}
+		srv, err := sasl.New(name, sc)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		sec.Mechanisms = append(sec.Mechanisms, SASLMechanism{Server: srv, MaxReauth: cfg.MaxReauth(l.Name, name)})
+	}
+	return sec, nil
+}

@@ -40,7 +40,7 @@ var (
 
 // Reasons shared by groups of keys isrbroker does not use.
 const (
-	whyTokens    = "isrbroker has no delegation tokens and no dynamically encoded passwords"
+	whyTokens       = "isrbroker has no delegation tokens and no dynamically encoded passwords"
 	whyKerberos     = "isrbroker does not support GSSAPI (Kerberos); sasl.enabled.mechanisms must not enable it"
 	whyJSSE         = "isrbroker's TLS is Go's crypto/tls, not a Java security provider"
 	whySASLPlugins  = "isrbroker cannot load Java plug-in classes: SASL uses the built-in PLAIN, SCRAM and unsecured OAUTHBEARER"
