@@ -117,7 +117,7 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 func (c *conn) setSecurity(sec *ListenerSecurity) {
 	c.sec = sec
 	if sec.usesSASL() {
-		c.sasl = &saslConn{sec: sec}
+		c.sasl = &saslConn{c: c, sec: sec}
 	}
 }
 
@@ -320,7 +320,7 @@ func (c *conn) handleFrame(frame []byte) error {
 	start := time.Now()
 	// A SASL listener's connection authenticates first (sasl_conn.go).
 	if c.sasl != nil {
-		if consumed, err := c.saslGate(frame, start); consumed || err != nil {
+		if consumed, err := c.sasl.gate(frame, start); consumed || err != nil {
 			return err
 		}
 	}

@@ -36,9 +36,9 @@ const maxAuthFrame = 524288
 // KafkaChannel.maybeBeginServerReauthentication does.
 const minReauthInterval = time.Second
 
-// Errors that end a connection's authentication; the connection closes after
-// connection.failed.authentication.delay.ms (Kafka delays the close of every
-// AuthenticationException).
+// Errors that end a connection's authentication. errAuthentication and errIllegalSASL close it
+// after connection.failed.authentication.delay.ms (Kafka delays the close of every
+// AuthenticationException); the others at once.
 var (
 	errAuthentication = errors.New("broker: SASL authentication failed")
 	errIllegalSASL    = fmt.Errorf("%w: unexpected request during SASL authentication", errAuthentication)
@@ -48,6 +48,7 @@ var (
 
 // saslConn is one connection's authentication state; only the reader goroutine uses it.
 type saslConn struct {
+	c     *conn
 	sec   *ListenerSecurity
 	state saslState
 	v1    bool // SaslHandshake v1: the tokens come in SaslAuthenticate requests
@@ -79,21 +80,20 @@ func (c *conn) maxFrame() int32 {
 	return c.s.cfg.SocketRequestMaxBytes
 }
 
-// saslGate runs before a frame of a SASL connection is served as a request. It reports whether
+// gate runs before a frame of a SASL connection is served as a request. It reports whether
 // the frame was consumed by the authentication; an error closes the connection.
-func (c *conn) saslGate(frame []byte, start time.Time) (bool, error) {
-	a := c.sasl
+func (a *saslConn) gate(frame []byte, start time.Time) (bool, error) {
 	if a.state == saslComplete {
 		now := time.Now()
 		if frameKey(frame) == int16(kmsg.SASLHandshake) && a.beginReauth(now) {
-			return true, c.authenticateFrame(frame, start)
+			return true, a.serveFrame(frame, start)
 		}
 		if !a.expiry.IsZero() && now.After(a.expiry) && frameKey(frame) != int16(kmsg.SASLHandshake) {
 			return true, errSessionExpired
 		}
 		return false, nil
 	}
-	return true, c.authenticateFrame(frame, start)
+	return true, a.serveFrame(frame, start)
 }
 
 // beginReauth starts a KIP-368 re-authentication if the session has a lifetime (the client was
@@ -110,11 +110,11 @@ func (a *saslConn) beginReauth(now time.Time) bool {
 	return true
 }
 
-// authenticateFrame serves one frame of an unauthenticated (or re-authenticating) connection.
-func (c *conn) authenticateFrame(frame []byte, start time.Time) error {
-	a := c.sasl
+// serveFrame serves one frame of an unauthenticated (or re-authenticating) connection.
+func (a *saslConn) serveFrame(frame []byte, start time.Time) error {
+	c := a.c
 	if a.state == saslAuthenticate && !a.v1 {
-		return c.rawToken(frame)
+		return a.rawToken(frame)
 	}
 	if len(frame) < 8 {
 		return kproto.ErrShortHeader
@@ -132,9 +132,9 @@ func (c *conn) authenticateFrame(frame []byte, start time.Time) error {
 			resp := kmsg.NewPtrApiVersionsResponse()
 			resp.Version = min(version, apiVersionsMax)
 			resp.ErrorCode = kerr.IllegalSaslState.Code
-			return c.failAuthentication(corr, start, key, resp, err)
+			return a.fail(corr, start, key, resp, err)
 		}
-		return c.closeAfterAuthFailure(nil, err)
+		return a.closeAfterFailure(nil, err)
 	case key == int16(kmsg.ApiVersions) && a.state == saslHandshakeOrVersions:
 		if version > apiVersionsMax {
 			// UNSUPPORTED_VERSION (KIP-511); the state stays, the client retries.
@@ -146,7 +146,7 @@ func (c *conn) authenticateFrame(frame []byte, start time.Time) error {
 		return errSecondVersions
 	case key == int16(kmsg.SASLHandshake):
 	default:
-		return c.closeAfterAuthFailure(nil, fmt.Errorf("%w: %s before the SASL handshake", errIllegalSASL, kmsg.NameForKey(key)))
+		return a.closeAfterFailure(nil, fmt.Errorf("%w: %s before the SASL handshake", errIllegalSASL, kmsg.NameForKey(key)))
 	}
 	h, hdr, req, err := c.decodeFrame(frame, key, version)
 	if err != nil {
@@ -160,22 +160,22 @@ func (c *conn) authenticateFrame(frame []byte, start time.Time) error {
 			h.fn(c.s, &request{c: c, hdr: hdr, slot: sl}, req)
 		})
 	case *kmsg.SASLHandshakeRequest:
-		return c.saslHandshake(corr, start, r)
+		return a.handshake(corr, start, r)
 	case *kmsg.SASLAuthenticateRequest:
-		return c.saslAuthenticate(corr, start, r)
+		return a.authenticate(corr, start, r)
 	}
 	return fmt.Errorf("%w: %s", errIllegalSASL, kmsg.NameForKey(key))
 }
 
-// saslHandshake picks the mechanism (KIP-43); v1 announces SaslAuthenticate framing (KIP-152).
-func (c *conn) saslHandshake(corr int32, start time.Time, req *kmsg.SASLHandshakeRequest) error {
-	a := c.sasl
+// handshake picks the mechanism (KIP-43); v1 announces SaslAuthenticate framing (KIP-152).
+func (a *saslConn) handshake(corr int32, start time.Time, req *kmsg.SASLHandshakeRequest) error {
+	c := a.c
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = a.sec.mechanismNames()
 	m := a.sec.mechanism(req.Mechanism)
 	if m == nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		return c.failAuthentication(corr, start, req.Key(), resp,
+		return a.fail(corr, start, req.Key(), resp,
 			fmt.Errorf("%w: client mechanism %q is not enabled on listener %s (%v)", errAuthentication, req.Mechanism, c.listener, resp.SupportedMechanisms))
 	}
 	if a.reauth && a.mech != nil && m.Server.Name() != a.mech.Server.Name() {
@@ -187,16 +187,15 @@ func (c *conn) saslHandshake(corr int32, start time.Time, req *kmsg.SASLHandshak
 	a.exch = m.Server.Start()
 	a.v1 = req.Version >= 1
 	a.state = saslAuthenticate
-	return c.respondAt(corr, start, req.Key(), resp)
+	return a.respond(corr, start, req.Key(), resp)
 }
 
-// saslAuthenticate feeds one SaslAuthenticate token to the mechanism.
-func (c *conn) saslAuthenticate(corr int32, start time.Time, req *kmsg.SASLAuthenticateRequest) error {
-	a := c.sasl
+// authenticate feeds one SaslAuthenticate token to the mechanism.
+func (a *saslConn) authenticate(corr int32, start time.Time, req *kmsg.SASLAuthenticateRequest) error {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	fail := func(code int16, msg string, cause error) error {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
-		return c.failAuthentication(corr, start, req.Key(), resp, fmt.Errorf("%w: %v", errAuthentication, cause))
+		return a.fail(corr, start, req.Key(), resp, fmt.Errorf("%w: %v", errAuthentication, cause))
 	}
 	if a.reauthMismatch != "" {
 		return fail(kerr.SaslAuthenticationFailed.Code, a.reauthMismatch, errors.New(a.reauthMismatch))
@@ -208,26 +207,26 @@ func (c *conn) saslAuthenticate(corr int32, start time.Time, req *kmsg.SASLAuthe
 	}
 	resp.SASLAuthBytes = challenge
 	if done {
-		lifetime, err := c.completeAuthentication()
+		lifetime, err := a.complete()
 		if err != nil {
 			return fail(kerr.SaslAuthenticationFailed.Code, err.Error(), err)
 		}
 		resp.SessionLifetimeMillis = lifetime.Milliseconds()
 	}
-	return c.respondAt(corr, start, req.Key(), resp)
+	return a.respond(corr, start, req.Key(), resp)
 }
 
 // rawToken is one token of a SaslHandshake v0 exchange: a bare frame each way. A failure
 // closes the connection without an answer (Kafka's v0 behaviour).
-func (c *conn) rawToken(token []byte) error {
-	a := c.sasl
+func (a *saslConn) rawToken(token []byte) error {
+	c := a.c
 	challenge, done, err := a.exch.Step(token)
 	if err != nil {
-		return c.closeAfterAuthFailure(nil, fmt.Errorf("%w: %v", errAuthentication, err))
+		return a.closeAfterFailure(nil, fmt.Errorf("%w: %v", errAuthentication, err))
 	}
 	if done {
-		if _, err := c.completeAuthentication(); err != nil {
-			return c.closeAfterAuthFailure(nil, fmt.Errorf("%w: %v", errAuthentication, err))
+		if _, err := a.complete(); err != nil {
+			return a.closeAfterFailure(nil, fmt.Errorf("%w: %v", errAuthentication, err))
 		}
 	}
 	if challenge == nil {
@@ -252,10 +251,10 @@ func saslFailure(err error, a *saslConn) (int16, string) {
 	return kerr.SaslAuthenticationFailed.Code, fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", during, a.mech.Server.Name())
 }
 
-// completeAuthentication makes the exchange's principal the connection's and returns the
+// complete makes the exchange's principal the connection's and returns the
 // session lifetime (KIP-368). A re-authentication must keep the principal.
-func (c *conn) completeAuthentication() (time.Duration, error) {
-	a := c.sasl
+func (a *saslConn) complete() (time.Duration, error) {
+	c := a.c
 	res := a.exch.Result()
 	principal := "User:" + res.AuthorizationID
 	if a.reauth && principal != a.principal {
@@ -277,30 +276,33 @@ func (c *conn) completeAuthentication() (time.Duration, error) {
 	return lifetime, nil
 }
 
-// respondAt answers the request corr at once with resp.
-func (c *conn) respondAt(corr int32, start time.Time, key int16, resp kmsg.Response) error {
+// respond answers the request corr at once with resp.
+func (a *saslConn) respond(corr int32, start time.Time, key int16, resp kmsg.Response) error {
+	c := a.c
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, nil), func(sl *slot) {
 		sl.complete(reply{resp: resp})
 	})
 }
 
-// failAuthentication answers corr with resp, then closes the connection after
+// fail answers corr with resp, then closes the connection after
 // connection.failed.authentication.delay.ms, reading nothing more.
-func (c *conn) failAuthentication(corr int32, start time.Time, key int16, resp kmsg.Response, cause error) error {
+func (a *saslConn) fail(corr int32, start time.Time, key int16, resp kmsg.Response, cause error) error {
+	c := a.c
 	sent := make(chan struct{})
 	if err := c.enqueue(corr, c.s.reqMetrics.timing(start, key, nil), func(sl *slot) {
 		sl.complete(reply{resp: resp, sent: sent})
 	}); err != nil {
 		return err
 	}
-	return c.closeAfterAuthFailure(sent, cause)
+	return a.closeAfterFailure(sent, cause)
 }
 
-// closeAfterAuthFailure waits for the failure's answer (sent, nil when there is none) to be
+// closeAfterFailure waits for the failure's answer (sent, nil when there is none) to be
 // written and then for connection.failed.authentication.delay.ms, and returns cause, which
 // closes the connection. Kafka delays the close so that a client retrying bad credentials in a
 // loop does not spin the broker.
-func (c *conn) closeAfterAuthFailure(sent <-chan struct{}, cause error) error {
+func (a *saslConn) closeAfterFailure(sent <-chan struct{}, cause error) error {
+	c := a.c
 	if sent != nil {
 		select {
 		case <-sent:

@@ -110,12 +110,7 @@ var compositeKeys = []string{
 	"log.flush.interval.ms", "log.flush.scheduler.interval.ms",
 	"listeners", "advertised.listeners", "port", "host.name", "advertised.host.name", "advertised.port",
 	"listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
-	// Per listener (security.go).
-	"ssl.protocol", "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location",
-	"ssl.keystore.password", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
-	"ssl.truststore.password", "ssl.endpoint.identification.algorithm", "ssl.client.auth",
-	"ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "connections.max.reauth.ms",
-}
+} // + perListenerKeys (security.go)
 
 // Class says how isrbroker treats a property name.
 type Class int
@@ -186,15 +181,8 @@ func Parse(props map[string]string) (*Config, []string, error) {
 		case Unknown:
 			return nil, nil, unknownKey(k)
 		case Used:
-			if _, base := classifyPrefixed(k); base != nil {
-				if _, err := base.ParseValid(props[k]); err != nil {
-					err = fromTable(err)
-					var ce *Error
-					if errors.As(err, &ce) {
-						ce.Key = k // name the listener's key
-					}
-					return nil, nil, err
-				}
+			if err := checkPrefixed(k, props[k]); err != nil {
+				return nil, nil, err
 			}
 		case Ignored:
 			why := "a per-listener setting of SSL and SASL listeners"

@@ -38,6 +38,8 @@ var perListenerKeys = []string{
 	"ssl.cipher.suites", "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "connections.max.reauth.ms",
 }
 
+func init() { compositeKeys = append(compositeKeys, perListenerKeys...) }
+
 // perMechanismSuffixes are the keys Kafka reads per listener and mechanism.
 var perMechanismSuffixes = []string{".sasl.jaas.config", ".connections.max.reauth.ms"}
 
@@ -74,6 +76,24 @@ func classifyPrefixed(key string) (Class, *configdef.Key) {
 		}
 	}
 	return Ignored, nil
+}
+
+// checkPrefixed validates a listener.name. key's value as the key it overrides; the error names
+// the prefixed key. Other keys pass.
+func checkPrefixed(key, value string) error {
+	_, base := classifyPrefixed(key)
+	if base == nil {
+		return nil
+	}
+	if _, err := base.ParseValid(value); err != nil {
+		err = fromTable(err)
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.Key = key
+		}
+		return err
+	}
+	return nil
 }
 
 // listenerValue is key's value for listener: its listener.name. override, else the plain key.
