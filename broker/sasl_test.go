@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"io"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -399,4 +401,49 @@ func TestSASLBadFramesCloseOnlyThatConnection(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// FuzzSASLConnection feeds raw bytes to a SASL listener's connection: whatever arrives before,
+// during or after the authentication, the connection ends cleanly and nothing panics.
+func FuzzSASLConnection(f *testing.F) {
+	frame := func(b []byte) []byte { return frameOf(b) }
+	handshake := func(v int16, mech string) []byte {
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Version, req.Mechanism = v, mech
+		return frame(requestFrame(17, v, 1, req.AppendTo(nil)))
+	}
+	authenticate := func(token []byte) []byte {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.Version, req.SASLAuthBytes = 1, token
+		return frame(requestFrame(36, 1, 2, req.AppendTo(nil)))
+	}
+	metadata := frame(requestFrame(3, 1, 3, kmsg.NewPtrMetadataRequest().AppendTo(nil)))
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	f.Add(cat(handshake(0, "PLAIN"), frame(plainToken("alice", "alice-pw")), metadata))
+	f.Add(cat(handshake(1, "PLAIN"), authenticate(plainToken("alice", "alice-pw")), metadata, handshake(1, "PLAIN")))
+	f.Add(cat(handshake(1, "SCRAM-SHA-256"), authenticate([]byte("n,,n=carol,r=abc")), authenticate([]byte("c=biws,r=abc,p=AAAA"))))
+	f.Add(cat(handshake(1, "PLAIN"), authenticate(plainToken("alice", "bad"))))
+	f.Add(cat(handshake(1, "NOPE"), metadata))
+	f.Add(metadata)
+	s := fuzzServer(f)
+	sec := saslSecurity(f, &memCredentials{}, time.Minute)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, cc := net.Pipe()
+		c := newConn(s, sc, "SASL_PLAINTEXT")
+		c.setSecurity(sec)
+		served := make(chan struct{})
+		go func() { defer close(served); c.serve() }()
+		drained := make(chan struct{})
+		go func() { defer close(drained); _, _ = io.Copy(io.Discard, cc) }()
+		_, _ = cc.Write(data)
+		_ = cc.Close()
+		<-served
+		<-drained
+	})
 }
