@@ -55,6 +55,10 @@ type saslConn struct {
 	mech  *SASLMechanism
 	exch  sasl.Exchange
 
+	// reauthOK: the client authenticated with SaslAuthenticate v1, so it knows its session's
+	// lifetime and may re-authenticate (Kafka's connectedClientSupportsReauthentication).
+	reauthOK bool
+
 	principal string    // User:<name> once authenticated
 	expiry    time.Time // the session's end (zero: none, connections.max.reauth.ms is 0)
 	reauth    bool      // the exchange in progress is a re-authentication
@@ -97,9 +101,9 @@ func (a *saslConn) gate(frame []byte, start time.Time) (bool, error) {
 }
 
 // beginReauth starts a KIP-368 re-authentication if the session has a lifetime (the client was
-// told to re-authenticate, SaslAuthenticate v1) and the last one began at least a second ago.
+// told its lifetime in SaslAuthenticate v1) and the last one began at least a second ago.
 func (a *saslConn) beginReauth(now time.Time) bool {
-	if a.expiry.IsZero() || !a.v1 {
+	if a.expiry.IsZero() || !a.reauthOK {
 		return false
 	}
 	if !a.lastReauthStart.IsZero() && now.Sub(a.lastReauthStart) < minReauthInterval {
@@ -212,6 +216,7 @@ func (a *saslConn) authenticate(corr int32, start time.Time, req *kmsg.SASLAuthe
 			return fail(kerr.SaslAuthenticationFailed.Code, err.Error(), err)
 		}
 		resp.SessionLifetimeMillis = lifetime.Milliseconds()
+		a.reauthOK = req.Version >= 1
 	}
 	return a.respond(corr, start, req.Key(), resp)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -227,4 +228,19 @@ func TestSASLReauthenticationKeepsPrincipal(t *testing.T) {
 		t.Fatalf("re-authentication as another user: %+v", resp)
 	}
 	r.expectClosed()
+}
+
+// A client that authenticated with SaslAuthenticate v0 was never told a lifetime: it cannot
+// re-authenticate, its SaslHandshake is ILLEGAL_SASL_STATE (Kafka's
+// connectedClientSupportsReauthentication).
+func TestSASLReauthenticationNeedsAuthenticateV1(t *testing.T) {
+	e := startSecureServer(t, "SASL_PLAINTEXT", saslSecurity(t, &memCredentials{}, time.Minute), nil)
+	r := dialRaw(t, e.addr)
+	rawHandshake(t, r, 1, "PLAIN")
+	if resp := rawAuthenticate(t, r, 0, plainToken("alice", "alice-pw")); resp.ErrorCode != 0 {
+		t.Fatalf("authenticate v0: %+v", resp)
+	}
+	if resp := rawHandshake(t, r, 1, "PLAIN"); resp.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("handshake after SaslAuthenticate v0: %+v", resp)
+	}
 }
