@@ -391,7 +391,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 	}
 	listeners := make([]broker.Listener, 0, len(cfg.Listeners))
 	for _, l := range cfg.Listeners {
-		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port)})
+		sec, err := broker.NewListenerSecurity(cfg, l, scramCredentials(b.zk))
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, broker.Listener{Name: l.Name, Host: l.Host, Port: int32(l.Port), Security: sec})
 	}
 	b.srv = broker.New(broker.Config{
 		BrokerID:                 cfg.BrokerID,
@@ -406,8 +410,10 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		ClientWaitForMetadata: cfg.ZookeeperSessionTimeout + 5*time.Second,
 		StaticConfig:          cfg.Props,
 		Connections:           connectionLimits(cfg),
-		Registry:              reg,
-		Log:                   log,
+		// SASL: a failed authentication's close waits (connection.failed.authentication.delay.ms).
+		FailedAuthenticationDelay: cfg.ConnectionFailedAuthenticationDelay,
+		Registry:                  reg,
+		Log:                       log,
 
 		FetchSessionCacheSlots: fetchSessionSlots(cfg.MaxIncrementalFetchSessionCacheSlots),
 	}, brokerDeps(b.rmgr, b.zk, acls))

@@ -113,8 +113,11 @@ func TestStartupErrorsAreOneLine(t *testing.T) {
 			`isrbroker: invalid value "-5" for "replica.lag.time.max.ms": must be greater than 0`},
 		{"bad override equals form", good, []string{"--override=min.insync.replicas=0"},
 			`isrbroker: invalid value "0" for "min.insync.replicas": must be at least 1`},
-		{"override keeps commas", good, []string{"--override", "listeners=PLAINTEXT://127.0.0.1:1,SSL://127.0.0.1:2"},
-			`isrbroker: invalid value "PLAINTEXT://127.0.0.1:1,SSL://127.0.0.1:2" for "listeners": listener SSL uses security protocol SSL; isrbroker supports PLAINTEXT only`},
+		{"override keeps commas", good, []string{"--override", "listeners=PLAINTEXT://127.0.0.1:1,FOO://127.0.0.1:2"},
+			`isrbroker: invalid value "PLAINTEXT://127.0.0.1:1,FOO://127.0.0.1:2" for "listeners": listener name FOO has no entry in listener.security.protocol.map`},
+		{"SASL listener with Kafka's default GSSAPI", good, []string{"--override", "listeners=PLAINTEXT://127.0.0.1:1,SASL_PLAINTEXT://127.0.0.1:2"},
+			`isrbroker: invalid value "GSSAPI" for "sasl.enabled.mechanisms": listener SASL_PLAINTEXT (SASL_PLAINTEXT): SASL mechanism GSSAPI needs a Kerberos KDC, a keytab and sasl.kerberos.service.name; ` +
+				`isrbroker does not support it: set sasl.enabled.mechanisms to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI is Kafka's default)`},
 		{"kafka-server-start style", good, []string{"POSITIONAL", "--override", "num.partitions=0"},
 			`isrbroker: invalid value "0" for "num.partitions": must be at least 1`},
 		{"bad log format", good + "isrbroker.log.format=xml\n", nil,

@@ -7,6 +7,7 @@ import (
 	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
 	"github.com/isrbroker/isrbroker/broker/security/acl"
+	"github.com/isrbroker/isrbroker/broker/security/sasl"
 	"github.com/isrbroker/isrbroker/replicamanager"
 	"github.com/isrbroker/isrbroker/zkcoord"
 	"github.com/isrbroker/isrbroker/zkcoord/admin"
@@ -107,6 +108,11 @@ func newAuthorizer(cfg *config.Config, zk *zkcoord.Coordinator) (broker.ACLs, er
 	zk.ACLs.Watch(a)
 	return aclAuthorizer{a: a, store: zk.ACLs}, nil
 }
+
+// scramCredentials is the SCRAM credential store of the SASL listeners (sasl.CredentialStore):
+// the broker's cache of /config/users, loaded by zkcoord.Connect and kept current through
+// /config/changes (docs/sasl.md §3).
+func scramCredentials(zk *zkcoord.Coordinator) sasl.CredentialStore { return zk.Credentials }
 
 // configAdmin is broker.ConfigAdmin: the config reads and the config writes.
 type configAdmin struct {

@@ -60,6 +60,11 @@ type conn struct {
 	// PLAINTEXT listener; clientHost its peer's IP as Kafka's ACLs write it.
 	principal  atomic.Pointer[string]
 	clientHost string
+
+	// sec is the listener's security; sasl the authentication state of a SASL listener's
+	// connection (sasl_conn.go), nil on PLAINTEXT and SSL listeners.
+	sec  *ListenerSecurity
+	sasl *saslConn
 }
 
 // slot is the future response of one request.
@@ -81,6 +86,13 @@ type reply struct {
 	// fetch, when set, is a fetch response whose records are segment-file regions, written
 	// with sendfile (zero-copy reads); resp is then nil.
 	fetch *kproto.SplicedFetch
+	// raw, when isRaw, is written as a bare size-prefixed frame without a response header: a
+	// SASL challenge of a SaslHandshake v0 exchange (an empty one is a zero-length frame).
+	raw   []byte
+	isRaw bool
+	// sent, when set, is closed once the response is written (a failed authentication's
+	// answer, which the delayed close waits for).
+	sent chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
@@ -98,6 +110,15 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 	c.principal.Store(&anon)
 	c.clientHost = peerHost(nc.RemoteAddr())
 	return c
+}
+
+// setSecurity applies the listener's security before the connection is served: a SASL
+// listener's connection starts unauthenticated.
+func (c *conn) setSecurity(sec *ListenerSecurity) {
+	c.sec = sec
+	if sec.usesSASL() {
+		c.sasl = &saslConn{c: c, sec: sec}
+	}
 }
 
 // isSocket reports whether nc exposes its file descriptor (a TCP connection), which
@@ -131,6 +152,9 @@ func (c *conn) serve() {
 	defer wg.Wait()
 	defer c.close()
 	defer recoverLog(c.log, "connection reader")
+	if !c.secure() {
+		return
+	}
 
 	// The socket is read with read(2) issued directly (kproto.SocketReader): the request
 	// path makes no system call the scheduler sees, which spares a wake-up of its monitor
@@ -150,7 +174,7 @@ func (c *conn) serve() {
 		// machine a fresh 1 MiB buffer per request also means touching memory the host may have
 		// taken back (docs/performance.md, "Why kfake runs slower here"). A frame too short for
 		// a header is read, then refused by handleFrame (Kafka's rule).
-		frame, pooled, err := readRequestFrame(br, c.s.cfg.SocketRequestMaxBytes, &produceBuffers)
+		frame, pooled, err := readRequestFrame(br, c.maxFrame(), &produceBuffers)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad frame")
@@ -163,7 +187,11 @@ func (c *conn) serve() {
 			produceBuffers.put(pooled)
 		}
 		if err != nil {
-			requestWarnings.Info(c.log.WithError(err), c.listener, "closing connection: bad request")
+			msg := "closing connection: bad request"
+			if errors.Is(err, errAuthentication) || errors.Is(err, errSessionExpired) {
+				msg = "closing connection: authentication failed"
+			}
+			requestWarnings.Info(c.log.WithError(err), c.listener, msg)
 			return
 		}
 	}
@@ -290,6 +318,12 @@ func (r *request) clientID() string {
 // a header or body that does not decode, or trailing bytes.
 func (c *conn) handleFrame(frame []byte) error {
 	start := time.Now()
+	// A SASL listener's connection authenticates first (sasl_conn.go).
+	if c.sasl != nil {
+		if consumed, err := c.sasl.gate(frame, start); consumed || err != nil {
+			return err
+		}
+	}
 	if len(frame) < 8 {
 		return kproto.ErrShortHeader
 	}
@@ -304,34 +338,44 @@ func (c *conn) handleFrame(frame []byte) error {
 			sl.complete(reply{resp: unsupportedApiVersionsResponse()})
 		})
 	}
-	h := lookupHandler(key)
-	if h == nil {
-		return fmt.Errorf("%w: %d", errUnknownKey, key)
-	}
-	if version < h.min || version > h.max {
-		return fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
-	}
-	hdr, body, err := kproto.ParseHeaderReusing(frame, kproto.IsFlexible, c.lastClientID)
+	h, hdr, req, err := c.decodeFrame(frame, key, version)
 	if err != nil {
 		return err
 	}
 	c.lastClientID = hdr.ClientID
-	req := kmsg.RequestForKey(key)
-	req.SetVersion(version)
-	if err := req.ReadFrom(body); err != nil {
-		return fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
-	}
-	// kmsg does not report unread bytes; re-encoding gives the length a well-formed body
-	// of these fields has, and fewer bytes than received means garbage after the body.
-	if n := encodedLen(req); n < len(body) {
-		return fmt.Errorf("%w: %s v%d: %d of %d bytes", errTrailingGarbage, kmsg.NameForKey(key), version, n, len(body))
-	}
 	if err := c.waitForMetadata(key); err != nil {
 		return err
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
 		h.fn(c.s, &request{c: c, hdr: hdr, slot: sl}, req)
 	})
+}
+
+// decodeFrame decodes a request frame of key and version: unknown key, version outside the
+// advertised range, a header or body that does not decode, and trailing bytes are errors.
+func (c *conn) decodeFrame(frame []byte, key, version int16) (*handler, kproto.RequestHeader, kmsg.Request, error) {
+	h := lookupHandler(key)
+	if h == nil {
+		return nil, kproto.RequestHeader{}, nil, fmt.Errorf("%w: %d", errUnknownKey, key)
+	}
+	if version < h.min || version > h.max {
+		return nil, kproto.RequestHeader{}, nil, fmt.Errorf("%w: key %d version %d (served %d-%d)", errUnsupportedVer, key, version, h.min, h.max)
+	}
+	hdr, body, err := kproto.ParseHeaderReusing(frame, kproto.IsFlexible, c.lastClientID)
+	if err != nil {
+		return nil, hdr, nil, err
+	}
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, hdr, nil, fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(key), version, err)
+	}
+	// kmsg does not report unread bytes; re-encoding gives the length a well-formed body
+	// of these fields has, and fewer bytes than received means garbage after the body.
+	if n := encodedLen(req); n < len(body) {
+		return nil, hdr, nil, fmt.Errorf("%w: %s v%d: %d of %d bytes", errTrailingGarbage, kmsg.NameForKey(key), version, n, len(body))
+	}
+	return h, hdr, req, nil
 }
 
 // waitForMetadata holds a client request (anything but ApiVersions and the controller's and

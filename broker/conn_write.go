@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -169,6 +170,9 @@ func (c *conn) drain(blocking bool) {
 		case r.resp != nil:
 			o.buf = kproto.AppendResponse(o.buf[:0], sl.corr, r.resp)
 			o.fw.Reset(o.buf)
+		case r.isRaw: // a SaslHandshake v0 challenge: a bare frame (sasl_conn.go)
+			o.buf = append(binary.BigEndian.AppendUint32(o.buf[:0], uint32(len(r.raw))), r.raw...)
+			o.fw.Reset(o.buf)
 		default: // nothing on the wire (acks=0)
 			if !c.written(sl) {
 				return
@@ -214,6 +218,9 @@ func (c *conn) written(sl *slot) bool {
 	sl.timing.record()
 	c.activity.Add(1)
 	<-c.inflight
+	if sl.r.sent != nil {
+		close(sl.r.sent)
+	}
 	if sl.r.close {
 		c.log.Info("closing connection after an acks=0 produce error")
 		c.close()

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rcrowley/go-metrics"
@@ -24,6 +26,8 @@ type Listener struct {
 	Name string
 	Host string
 	Port int32
+	// Security is the listener's TLS and SASL (listener_security.go); nil is PLAINTEXT.
+	Security *ListenerSecurity
 }
 
 // Config is the part of server.properties the wire server needs.
@@ -45,8 +49,12 @@ type Config struct {
 	StaticConfig map[string]string
 	// Connections are the connection limits and idle timeout (nil: DefaultConnectionLimits).
 	Connections *ConnectionLimits
-	Registry    metrics.Registry
-	Log         logrus.FieldLogger
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms: how long a
+	// connection whose SASL authentication failed stays open, reading nothing, after its
+	// answer (0: closed at once).
+	FailedAuthenticationDelay time.Duration
+	Registry                  metrics.Registry
+	Log                       logrus.FieldLogger
 
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots (KIP-227,
 	// broker/fetch_sessions.go): 0 is Kafka's default 1000, negative no sessions.
@@ -92,11 +100,15 @@ type Server struct {
 	// acceptWarnings rate-limits the accept loops' failure lines (one per listener per 10 s,
 	// with suppressed=<n>): out of file descriptors, Accept fails on every attempt.
 	acceptWarnings *ratelog.Limiter
+
+	// reauthentications counts the completed KIP-368 re-authentications.
+	reauthentications atomic.Int64
 }
 
 type boundListener struct {
 	name string
 	ln   net.Listener
+	sec  *ListenerSecurity
 }
 
 // New returns a server over deps (deps.Replicas is required); Listen binds it and Serve
@@ -172,7 +184,7 @@ func (s *Server) Listen() error {
 			s.lns = nil
 			return fmt.Errorf("broker: listen %s://%s: %w", l.Name, addr, err)
 		}
-		s.lns = append(s.lns, boundListener{name: l.Name, ln: ln})
+		s.lns = append(s.lns, boundListener{name: l.Name, ln: ln, sec: l.Security})
 		s.log.WithFields(logrus.Fields{"listener": l.Name, "addr": ln.Addr().String()}).Info("listening")
 	}
 	return nil
@@ -256,7 +268,11 @@ func (s *Server) acceptLoop(b boundListener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		if b.sec.usesTLS() {
+			nc = tls.Server(nc, b.sec.tlsServerConfig()) // the handshake runs on the connection's goroutine
+		}
 		c := newConn(s, nc, b.name)
+		c.setSecurity(b.sec)
 		if !s.track(c) {
 			_ = nc.Close()
 			s.quotas.dec(b.name, ip)

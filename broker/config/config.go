@@ -25,7 +25,7 @@ type Listener struct {
 	Name             string // listener name, upper case (Kafka normalises it)
 	Host             string // empty = all interfaces (listeners only)
 	Port             int
-	SecurityProtocol string // from listener.security.protocol.map; always PLAINTEXT here
+	SecurityProtocol string // from listener.security.protocol.map
 }
 
 // String renders the listener the way it is written in server.properties.
@@ -61,6 +61,10 @@ type Config struct {
 
 	// Fetch sessions (KIP-227).
 	MaxIncrementalFetchSessionCacheSlots int32 `key:"max.incremental.fetch.session.cache.slots"`
+	// Security (security.go: the per-listener ssl.*, sasl.enabled.mechanisms, JAAS and
+	// connections.max.reauth.ms keys are read from Props).
+	SaslMechanismInterBrokerProtocol    string        `key:"sasl.mechanism.inter.broker.protocol"`
+	ConnectionFailedAuthenticationDelay time.Duration `key:"connection.failed.authentication.delay.ms"`
 
 	// ZooKeeper.
 	ZookeeperConnect           string        // zookeeper.connect (required) host:port[,host:port][/chroot]
@@ -316,6 +320,9 @@ func (c *Config) Validate() error {
 	if err := c.validateListeners(); err != nil {
 		return err
 	}
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
 
 	if err := c.validateBound(); err != nil {
 		return err
@@ -441,12 +448,8 @@ func (c *Config) checkListener(l Listener) error {
 	if l.Port < 0 || l.Port > 65535 {
 		return fmt.Errorf("port %d is not between 0 and 65535", l.Port)
 	}
-	proto, ok := c.ListenerSecurityProtocolMap[l.Name]
-	if !ok {
+	if _, ok := c.ListenerSecurityProtocolMap[l.Name]; !ok {
 		return fmt.Errorf("listener name %s has no entry in listener.security.protocol.map", l.Name)
-	}
-	if proto != "PLAINTEXT" {
-		return fmt.Errorf("listener %s uses security protocol %s; isrbroker supports PLAINTEXT only", l.Name, proto)
 	}
 	return nil
 }

@@ -265,6 +265,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"super.users", "User:admin;User:CN=b1,O=Acme",
 		"allow.everyone.if.no.acl.found", "true",
 		"max.incremental.fetch.session.cache.slots", "0",
+		"sasl.mechanism.inter.broker.protocol", "PLAIN",
+		"connection.failed.authentication.delay.ms", "250",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -338,6 +340,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ControlledShutdownMaxRetries = 0
 	want.ControlledShutdownRetryBackoff = 10 * time.Millisecond
 	want.MetricsListen = "127.0.0.1:9101"
+	want.SaslMechanismInterBrokerProtocol = "PLAIN"
+	want.ConnectionFailedAuthenticationDelay = 250 * time.Millisecond
 	want.MetricsAdvertisedListen = "broker1:9101"
 	want.LogFormat = "json"
 	want.PprofEnable = true
@@ -504,8 +508,8 @@ func TestErrors(t *testing.T) {
 			`invalid value "127.0.0.1:9092" for "listeners": "127.0.0.1:9092" is not NAME://host:port`},
 		{"listener port", with("listeners", "PLAINTEXT://h:99999"), ErrInvalidValue,
 			`invalid value "PLAINTEXT://h:99999" for "listeners": "PLAINTEXT://h:99999": port "99999" is not a number between 0 and 65535`},
-		{"ssl listener", with("listeners", "SSL://127.0.0.1:9093"), ErrInvalidValue,
-			`invalid value "SSL://127.0.0.1:9093" for "listeners": listener SSL uses security protocol SSL; isrbroker supports PLAINTEXT only`},
+		{"ssl listener without a keystore", with("listeners", "SSL://127.0.0.1:9093", "inter.broker.listener.name", "SSL"), ErrMissing,
+			`missing required config "ssl.keystore.location": listener SSL (SSL) needs a keystore`},
 		{"unmapped listener", with("listeners", "FOO://127.0.0.1:9093"), ErrInvalidValue,
 			`invalid value "FOO://127.0.0.1:9093" for "listeners": listener name FOO has no entry in listener.security.protocol.map`},
 		{"duplicate listener", with("listeners", "PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2"), ErrInvalidValue,
@@ -523,7 +527,9 @@ func TestErrors(t *testing.T) {
 		{"inter broker name", with("inter.broker.listener.name", "INTERNAL"), ErrInvalidValue,
 			`invalid value "INTERNAL" for "inter.broker.listener.name": must be a listener name defined in advertised.listeners (PLAINTEXT://127.0.0.1:9092)`},
 		{"inter broker protocol", with("security.inter.broker.protocol", "SSL"), ErrInvalidValue,
-			`invalid value "SSL" for "security.inter.broker.protocol": isrbroker supports PLAINTEXT only`},
+			`invalid value "SSL" for "security.inter.broker.protocol": must be a listener name defined in advertised.listeners (PLAINTEXT://127.0.0.1:9092)`},
+		{"inter broker protocol unknown", with("security.inter.broker.protocol", "TLS"), ErrInvalidValue,
+			`invalid value "TLS" for "security.inter.broker.protocol": must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`},
 		{"port key", with("port", "x"), ErrInvalidValue,
 			`invalid value "x" for "port": not an integer`},
 
@@ -601,7 +607,7 @@ func TestClassify(t *testing.T) {
 			t.Errorf("composite key %q is not a used key of the table", k)
 		}
 	}
-	for _, k := range []string{"num.network.threads", "ssl.keystore.location", "log.cleaner.io.buffer.size", "request.timeout.ms"} {
+	for _, k := range []string{"num.network.threads", "ssl.provider", "log.cleaner.io.buffer.size", "request.timeout.ms"} {
 		if Classify(k) != Ignored {
 			t.Errorf("%q should be known-unused", k)
 		}

@@ -110,7 +110,7 @@ var compositeKeys = []string{
 	"log.flush.interval.ms", "log.flush.scheduler.interval.ms",
 	"listeners", "advertised.listeners", "port", "host.name", "advertised.host.name", "advertised.port",
 	"listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
-}
+} // + perListenerKeys (security.go)
 
 // Class says how isrbroker treats a property name.
 type Class int
@@ -129,6 +129,9 @@ func Classify(key string) Class {
 			return Used
 		}
 		return Ignored
+	}
+	if cl, _ := classifyPrefixed(key); cl != Unknown {
+		return cl
 	}
 	for _, p := range knownPrefixes {
 		if strings.HasPrefix(key, p) && len(key) > len(p) {
@@ -177,6 +180,10 @@ func Parse(props map[string]string) (*Config, []string, error) {
 		switch Classify(k) {
 		case Unknown:
 			return nil, nil, unknownKey(k)
+		case Used:
+			if err := checkPrefixed(k, props[k]); err != nil {
+				return nil, nil, err
+			}
 		case Ignored:
 			why := "a per-listener setting of SSL and SASL listeners"
 			if key, ok := configdef.Lookup(k, configdef.Broker); ok {
@@ -193,6 +200,11 @@ func Parse(props map[string]string) (*Config, []string, error) {
 	}
 
 	c := Default()
+	// Props before Validate: the listeners' security keys are read from it (security.go).
+	c.Props = make(map[string]string, len(props))
+	for k, v := range props {
+		c.Props[k] = v
+	}
 	for _, k := range keys {
 		if b, ok := bound[k]; ok && !slices.Contains(compositeKeys, k) {
 			if err := b.set(c, props[k]); err != nil {
@@ -214,10 +226,6 @@ func Parse(props map[string]string) (*Config, []string, error) {
 			}
 		}
 		return nil, nil, err
-	}
-	c.Props = make(map[string]string, len(props))
-	for k, v := range props {
-		c.Props[k] = v
 	}
 	return c, warnings, nil
 }
@@ -411,10 +419,11 @@ func (c *Config) parseListeners(props map[string]string, derived map[string][2]s
 	}
 	if hasProto {
 		p := strings.ToUpper(proto)
-		if p != "PLAINTEXT" {
-			return invalid("security.inter.broker.protocol", proto, "isrbroker supports PLAINTEXT only")
+		if !securityProtocols[p] {
+			return invalid("security.inter.broker.protocol", proto, "must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
 		}
 		c.InterBrokerListenerName = p
+		derived["inter.broker.listener.name"] = [2]string{"security.inter.broker.protocol", proto}
 	}
 	if hasName {
 		c.InterBrokerListenerName = strings.ToUpper(ibl)
