@@ -15,6 +15,7 @@ import (
 type leaderEpochs struct {
 	epochCache
 	path string // <partition dir>/leader-epoch-checkpoint
+	fs   FS     // nil: the OS FS (fs.go)
 
 	// fileMu serialises the writes of the file and guards pending and pendingFrom: the latest
 	// snapshot persistDeferred left unwritten (nil if none), and the smallest start offset of
@@ -30,7 +31,7 @@ const noPending = math.MaxInt64
 // load fills the cache from the checkpoint file; an unreadable file leaves the cache empty
 // (recovery rebuilds the entries of the batches it re-validates).
 func (e *leaderEpochs) load(log logrus.FieldLogger) {
-	ents, err := readEpochCheckpoint(e.path)
+	ents, err := readEpochCheckpoint(fsOr(e.fs), e.path)
 	if err != nil {
 		log.WithError(err).Warn("unreadable leader-epoch-checkpoint; starting with an empty leader epoch cache")
 		return
@@ -47,7 +48,7 @@ func (e *leaderEpochs) load(log logrus.FieldLogger) {
 func (e *leaderEpochs) persist(entries []EpochEntry) error {
 	e.fileMu.Lock()
 	defer e.fileMu.Unlock()
-	if err := writeFileAtomic(e.path, formatEpochCheckpoint(entries)); err != nil {
+	if err := writeFileAtomic(fsOr(e.fs), e.path, formatEpochCheckpoint(entries)); err != nil {
 		return err
 	}
 	e.pending, e.pendingFrom = nil, noPending
@@ -95,7 +96,7 @@ func (e *leaderEpochs) syncBefore(offset int64) error {
 	if e.pendingFrom >= offset || e.pending == nil {
 		return nil
 	}
-	if err := writeFileAtomic(e.path, formatEpochCheckpoint(e.pending)); err != nil {
+	if err := writeFileAtomic(fsOr(e.fs), e.path, formatEpochCheckpoint(e.pending)); err != nil {
 		return err
 	}
 	e.pending, e.pendingFrom = nil, noPending

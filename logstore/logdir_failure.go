@@ -3,7 +3,6 @@ package logstore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -36,7 +35,7 @@ type dirHealth struct {
 	log     logrus.FieldLogger
 
 	// syncFile is the fsync of segment files; tests substitute a failing one (the only seam).
-	syncFile func(*os.File) error
+	syncFile func(File) error
 }
 
 // check returns ErrLogDirOffline (with the first failure's cause) once the dir is offline.
@@ -73,7 +72,7 @@ func (h *dirHealth) failed(err error) error {
 }
 
 // sync fsyncs a segment file of this dir.
-func (h *dirHealth) sync(f *os.File) error {
+func (h *dirHealth) sync(f File) error {
 	if h != nil && h.syncFile != nil {
 		return h.syncFile(f)
 	}

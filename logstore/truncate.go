@@ -189,7 +189,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.segs = nil
 	l.recent = nil
-	s, err := createSegment(l.dir, offset, l.now())
+	s, err := createSegment(l.fs, l.dir, offset, l.now())
 	if err != nil {
 		// no segment left: the log is failed (its old files are `.deleted`, removed at the next open)
 		l.log.WithError(err).Error("marking the log failed: no segment after a full truncation")
