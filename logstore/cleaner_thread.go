@@ -48,6 +48,10 @@ func (t *cleanerThread) cleanFilthiestLog(ctx context.Context) bool {
 		t.c.uncleanable[ltc.l] = true
 		t.c.mu.Unlock()
 		t.c.doneCleaning(ltc.l, stats, t.id, false)
+	case isIOError(err):
+		// an I/O error on the log's dir takes it offline, as Kafka's cleaner does (KIP-112)
+		_ = ltc.l.health.failed(fmt.Errorf("logstore: cleaning %s: %w", ltc.l.dir, err))
+		t.c.doneCleaning(ltc.l, stats, t.id, false)
 	default:
 		ltc.l.log.WithError(err).Warn("log cleaning failed")
 		t.c.doneCleaning(ltc.l, stats, t.id, false)

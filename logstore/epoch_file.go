@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -28,17 +29,23 @@ type leaderEpochs struct {
 // noPending: the file holds the cache (as far as persist and persistDeferred were told).
 const noPending = math.MaxInt64
 
-// load fills the cache from the checkpoint file; an unreadable file leaves the cache empty
-// (recovery rebuilds the entries of the batches it re-validates).
-func (e *leaderEpochs) load(log logrus.FieldLogger) {
+// load fills the cache from the checkpoint file; a malformed file leaves the cache empty
+// (recovery rebuilds the entries of the batches it re-validates). A file that cannot be read
+// (an I/O error) fails the load: the entries of the batches below the recovery point would be
+// lost.
+func (e *leaderEpochs) load(log logrus.FieldLogger) error {
 	ents, err := readEpochCheckpoint(fsOr(e.fs), e.path)
+	if isIOError(err) {
+		return err
+	}
 	if err != nil {
 		log.WithError(err).Warn("unreadable leader-epoch-checkpoint; starting with an empty leader epoch cache")
-		return
+		return nil
 	}
 	for _, x := range ents {
 		e.assign(x.Epoch, x.StartOffset)
 	}
+	return nil
 }
 
 // persist writes entries (a snapshot of the cache) to the checkpoint file atomically and
@@ -117,13 +124,17 @@ func (l *Log) LatestEpoch() (int32, bool) {
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	if l.health.check() != nil {
+		return // offline dir: nothing is written to it again (logdir_failure.go)
+	}
 	l.mu.Lock()
 	changed, removed := l.epochs.assignTracked(epoch, startOffset)
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
 	if changed {
 		if err := l.epochs.persistChange(epochs, startOffset, removed); err != nil {
-			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
+			// an I/O error on the dir: offline (KIP-112), as Kafka's checkpoint write does
+			_ = l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint of %s (leader epoch %d): %w", l.dir, epoch, err))
 		}
 	}
 }

@@ -64,7 +64,9 @@ func (ld *logLoader) load(p loadParams) error {
 	}
 
 	// the epoch cache is read first so recovered batches can extend it
-	ld.epochs.load(ld.log)
+	if err := ld.epochs.load(ld.log); err != nil {
+		return err
+	}
 	loadedEpochs := ld.epochs.snapshot()
 
 	recoveryPoint := p.recoveryPoint
@@ -132,7 +134,9 @@ func (ld *logLoader) load(p loadParams) error {
 			for _, b := range bases[i+1:] {
 				dead := &segment{base: b, dir: ld.dir, fs: ld.fs}
 				ld.log.WithField("segment", dead.logPath()).Warn("deleting segment after a truncated one")
-				dead.markDeleted(0)
+				if err := dead.markDeleted(0); err != nil {
+					return err
+				}
 			}
 			bases = bases[:i+1]
 		}
@@ -235,6 +239,9 @@ func (ld *logLoader) segmentBases() ([]int64, error) {
 // topic, partition, segment and bytes cut. It reports whether it truncated.
 func (ld *logLoader) recoverSegment(s *segment, startPos, startOffset int64, st indexState) (bool, error) {
 	res := scanSegment(s.f, s.size, s.base, startPos, startOffset, st, ld.interval)
+	if isIOError(res.err) {
+		return false, res.err // a failed read is no corrupt batch: nothing is truncated
+	}
 	if startPos > 0 && res.batches == 0 && s.size > startPos {
 		// the batch the index points at is bad: recover the whole segment instead
 		return ld.recoverSegment(s, 0, s.base, newIndexState(s.base))

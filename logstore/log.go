@@ -140,6 +140,9 @@ func openLog(p loadParams) (*Log, error) {
 		err = ld.loadNew(p)
 	} else {
 		if !errors.Is(mkErr, fs.ErrExist) {
+			if !errors.Is(mkErr, fs.ErrNotExist) {
+				return nil, mkErr // an I/O error, not a missing parent
+			}
 			if err := l.fs.MkdirAll(p.dir, 0o755); err != nil {
 				return nil, err
 			}

@@ -141,8 +141,13 @@ func createSegment(fsys FS, dir string, base int64, now time.Time) (*segment, er
 		return nil, err
 	}
 	s.f = f
-	s.fsys().Remove(s.indexPath())
-	s.fsys().Remove(s.timeIndexPath())
+	// stale indexes must go: one left behind would be loaded as this segment's
+	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+		if err := s.fsys().Remove(p); err != nil && !os.IsNotExist(err) {
+			f.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -392,18 +397,24 @@ func (s *segment) persistIndexes(idx []offsetEntry, tidx []timeEntry, sync bool)
 }
 
 // markDeleted closes the segment and renames its files with the `.deleted` suffix; the
-// files are removed after delay (file.delete.delay.ms).
-func (s *segment) markDeleted(delay time.Duration) {
+// files are removed after delay (file.delete.delay.ms). A rename that fails (but for a file
+// that does not exist) stops it with that error: an I/O error on the dir (KIP-112).
+func (s *segment) markDeleted(delay time.Duration) error {
 	if s.f != nil {
 		s.f.Close()
 	}
 	var renamed []string
+	var err error
 	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
-		if err := s.fsys().Rename(p, p+deletedSuffix); err == nil {
+		if rerr := s.fsys().Rename(p, p+deletedSuffix); rerr == nil {
 			renamed = append(renamed, p+deletedSuffix)
+		} else if !os.IsNotExist(rerr) {
+			err = rerr
+			break
 		}
 	}
 	removeAfter(s.fsys(), renamed, delay)
+	return err
 }
 
 // lastOffset scans the segment for its last batch's last offset (s non-empty).
