@@ -2,6 +2,8 @@ package logstore
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -51,6 +53,23 @@ var faultCases = []faultCase{
 		op: func(e *faultEnv) error {
 			e.gone = func(off int64) bool { return off >= 7 }
 			return e.l.TruncateTo(7)
+		},
+	},
+	{
+		// a cut inside the first segment: the later one goes, and the epoch 1 entry with it
+		name: "truncateToEpoch",
+		op: func(e *faultEnv) error {
+			e.gone = func(off int64) bool { return off >= 4 }
+			return e.l.TruncateTo(4)
+		},
+	},
+	{
+		// StopReplica with delete: the partition dir renamed `-delete` and removed
+		name:      "deleteLog",
+		mayVanish: true,
+		op: func(e *faultEnv) error {
+			e.gone = func(int64) bool { return true }
+			return e.m.Delete(e.tp)
 		},
 	},
 	{
@@ -145,6 +164,17 @@ var faultCases = []faultCase{
 		load:  true,
 		setup: func(e *faultEnv) { must(e.t, e.m.Close()); e.m = nil },
 		op:    func(e *faultEnv) error { return e.open() },
+	},
+	{
+		// the first start on a dir: meta.properties is written
+		name: "loadMeta",
+		load: true,
+		setup: func(e *faultEnv) {
+			must(e.t, e.m.Close())
+			e.m = nil
+			must(e.t, os.Remove(filepath.Join(e.root, metaPropertiesFile)))
+		},
+		op: func(e *faultEnv) error { return e.open() },
 	},
 	{
 		// the load after a crash: recovery of the segments past the recovery point

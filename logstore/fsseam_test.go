@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -135,5 +137,55 @@ func c(f File) { f.OSFile().Sync() }
 	}
 	if v, _ := seamViolations(token.NewFileSet(), "fs.go", src); len(v) != 0 {
 		t.Errorf("fs.go is the seam itself, got %q", v)
+	}
+}
+
+// Open keeps the OS FS: production runs the calls it always ran.
+func TestFSSeamDefaultIsOS(t *testing.T) {
+	lg, _ := testLogger()
+	m, err := Open([]string{filepath.Join(t.TempDir(), "d0")}, 1, testConfig(), lg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0}, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.fs.(osFS); !ok {
+		t.Fatalf("the Manager's FS is %T", m.fs)
+	}
+	l.mu.RLock()
+	f := l.segs.active().f
+	l.mu.RUnlock()
+	if _, ok := l.fs.(osFS); !ok || directOSFile(f) == nil {
+		t.Fatalf("the log's FS is %T, its segment file %T", l.fs, f)
+	}
+}
+
+// The error FS fails exactly the k-th call of the kind whose path has the suffix.
+func TestFaultFSFailsTheKthMatchingCall(t *testing.T) {
+	dir := t.TempDir()
+	f := newFaultFS()
+	f.arm(faultRule{op: opWrite, suffix: ".log", k: 2, errno: syscall.ENOSPC})
+	for _, name := range []string{"a.index", "a.log", "b.index", "b.log", "c.log"} {
+		err := writeFileFS(f, filepath.Join(dir, name), []byte("0123456789"), 0o644)
+		if failed := err != nil; failed != (name == "b.log") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err != nil && !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("%s: %v, want ENOSPC", name, err)
+		}
+	}
+	counts := f.disarm()
+	if counts[opWrite] != 5 || counts[opCreate] != 5 || counts[opClose] != 5 {
+		t.Errorf("counts %v", counts)
+	}
+	if c, _, ok := f.firedCall(); !ok || filepath.Base(c.path) != "b.log" || c.op != opWrite {
+		t.Errorf("fired %v %v", c, ok)
+	}
+	// the failed write wrote half its bytes, as a full disk may
+	if b, err := os.ReadFile(filepath.Join(dir, "b.log")); err != nil || string(b) != "01234" {
+		t.Errorf("b.log holds %q (%v)", b, err)
 	}
 }

@@ -477,8 +477,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	delete(m.logs, tp)
-	if d, ok := m.dirOf[tp]; ok {
-		m.dirLogs[d]--
+	logDir, ok := m.dirOf[tp]
+	if ok {
+		m.dirLogs[logDir]--
 	}
 	delete(m.dirOf, tp)
 	delete(m.hw, tp)
@@ -493,10 +494,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return err
 	}
 	target := fmt.Sprintf("%s.%s-delete", l.Dir(), hex.EncodeToString(id[:]))
+	// An I/O error on the way takes the dir offline, as Kafka's asyncDelete does (KIP-112).
 	if err := m.fs.Rename(l.Dir(), target); err != nil {
-		return fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err)
+		return m.health[logDir].failed(fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err))
 	}
-	syncDir(m.fs, filepath.Dir(target))
+	if err := syncDir(m.fs, filepath.Dir(target)); err != nil {
+		return m.health[logDir].failed(fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err))
+	}
 	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("scheduled log for deletion")
 	remove := func() { m.fs.RemoveAll(target) }
 	if delay <= 0 {
