@@ -313,7 +313,7 @@ func (e *faultEnv) checkReopen(t *testing.T, c faultCase, what string) {
 // checkLogConsistent checks a loaded log: whole valid batches in every segment, records whose
 // values match their offsets, the LEO after the last batch, log start and recovery point
 // inside the log, and the leader epoch cache matching the batches' epochs.
-func checkLogConsistent(t *testing.T, what string, l *Log, gone func(int64) bool) {
+func checkLogConsistent(t testing.TB, what string, l *Log, gone func(int64) bool) {
 	t.Helper()
 	l.mu.RLock()
 	for _, s := range l.segs {
