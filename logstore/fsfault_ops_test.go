@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +38,8 @@ var faultCases = []faultCase{
 			}
 		},
 		op: func(e *faultEnv) error { return e.appendN(1) },
+		// the append's write to the new segment runs while the rolled one is flushed
+		inFlight: func(c fsCall) bool { return c.op == opWrite && strings.HasSuffix(c.path, logSuffix) },
 	},
 	{
 		name:  "flush",
