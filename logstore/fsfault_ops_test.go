@@ -169,6 +169,15 @@ var faultCases = []faultCase{
 		op:    func(e *faultEnv) error { return e.open() },
 	},
 	{
+		// a fetch that copies (Log.Read, the path of a response that cannot use sendfile)
+		name:         "read",
+		readsSurface: true,
+		op: func(e *faultEnv) error {
+			_, err := e.l.Read(e.l.LogStartOffset(), 1<<20, e.l.LogEndOffset(), true)
+			return err
+		},
+	},
+	{
 		// the first start on a dir: meta.properties is written
 		name: "loadMeta",
 		load: true,

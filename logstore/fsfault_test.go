@@ -56,6 +56,8 @@ type faultCase struct {
 	load bool
 	// mayVanish: the operation removes the log; after a fault it is gone or whole
 	mayVanish bool
+	// readsSurface: a failed read must surface too (the operation reads what it answers)
+	readsSurface bool
 	// inFlight: a call of the operation that may run concurrently with a failed fsync of a
 	// background flush (it started before the failure, as in Kafka)
 	inFlight func(c fsCall) bool
@@ -216,7 +218,7 @@ func checkFault(t *testing.T, c faultCase, rule faultRule) {
 	// takes the dir offline there too; here the removal runs after file.delete.delay.ms,
 	// outside the log's locks.
 	absorbable := failed.op == opRemove && (strings.HasSuffix(failed.path, deletedSuffix) || strings.HasSuffix(failed.path, "-delete"))
-	if failed.op.mutating() && !surfaced && !absorbable {
+	if (failed.op.mutating() || c.readsSurface && failed.op == opRead) && !surfaced && !absorbable {
 		t.Errorf("%v: the operation succeeded and the dir is online", failed)
 	}
 	// Kafka swallows a failure to create the clean shutdown marker (LogManager.shutdown): the
