@@ -281,6 +281,7 @@ func (e *faultEnv) probe() {
 	_ = e.m.Checkpoint()
 	_ = e.m.CheckpointHighWatermarks(map[TopicPartition]int64{e.tp: 1})
 	_, _ = e.m.GetOrCreate(TopicPartition{Topic: "probe", Partition: 0}, e.cfg)
+	_ = e.m.Delete(e.tp)
 	_ = e.m.Close()
 	e.m = nil
 }

@@ -489,6 +489,11 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
 		m.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Warn("closing log before deletion")
 	}
+	if err := m.health[logDir].check(); err != nil {
+		// nothing is renamed or removed in an offline dir (logdir_failure.go): the log is
+		// forgotten until the broker restarts, as Kafka forgets the logs of an offline dir
+		return err
+	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
