@@ -95,13 +95,7 @@ var faultCases = []faultCase{
 			e.gone = func(off int64) bool { return off+5 < leo }
 		},
 		op: func(e *faultEnv) error {
-			c := &cleaner{
-				m: e.m, cfg: CleanerConfig{Enable: true, Threads: 1, DedupeBufferSize: 1 << 20}, log: e.m.log,
-				wake: make(chan struct{}, 1), inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
-				timeOfLastRun: e.m.now(), lastStats: make([]cleanerStats, 1),
-			}
-			th := &cleanerThread{c: c}
-			if !th.cleanFilthiestLog(context.Background()) {
+			if !e.cleanOnce() {
 				e.t.Fatal("nothing to clean")
 			}
 			return nil
@@ -199,6 +193,18 @@ var faultCases = []faultCase{
 		},
 		op: func(e *faultEnv) error { return e.open() },
 	},
+}
+
+// cleanOnce runs one pass of a cleaner thread of e's Manager (no thread started): it reports
+// whether a log was cleaned.
+func (e *faultEnv) cleanOnce() bool {
+	c := &cleaner{
+		m: e.m, cfg: CleanerConfig{Enable: true, Threads: 1, DedupeBufferSize: 1 << 20}, log: e.m.log,
+		wake: make(chan struct{}, 1), inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
+		timeOfLastRun: e.m.now(), lastStats: make([]cleanerStats, 1),
+	}
+	th := &cleanerThread{c: c}
+	return th.cleanFilthiestLog(context.Background())
 }
 
 func must(t testing.TB, err error) {

@@ -277,6 +277,8 @@ func (e *faultEnv) probe() {
 		l.MaybeIncrementLogStartOffset(l.LogStartOffset() + 1)
 		l.AssignEpochStartOffset(e.epoch+5, l.LogEndOffset())
 		_, _ = l.DeleteOldSegments(e.clock.Now().Add(1000 * time.Hour))
+		l.SetHighWatermark(l.LogEndOffset())
+		e.cleanOnce()
 	}
 	_ = e.m.Checkpoint()
 	_ = e.m.CheckpointHighWatermarks(map[TopicPartition]int64{e.tp: 1})
