@@ -251,7 +251,7 @@ func checkFault(t *testing.T, c faultCase, rule faultRule) {
 			t.Errorf("%v: then %v", failed, ch)
 		}
 	}
-	if e.offline() && !e.m.closedNow() {
+	if e.offline() && !managerClosed(e.m) {
 		mark := e.fs.mark()
 		e.probe()
 		if ch := e.changes(e.fs.callsSince(mark), false); len(ch) > 0 {
@@ -379,8 +379,8 @@ func isInjected(err error) bool {
 	return errors.As(err, &no) && (no == syscall.EIO || no == syscall.ENOSPC)
 }
 
-// closedNow reports whether m was closed (the close operation of the matrix).
-func (m *Manager) closedNow() bool {
+// managerClosed reports whether m was closed (the close operation of the matrix).
+func managerClosed(m *Manager) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.closed
