@@ -224,7 +224,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 // index gets its final entry and is flushed asynchronously, moving the recovery point, as
 // Kafka's roll schedules flush(newOffset).
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
-	s, err := createSegment(l.dir, base, now)
+	s, err := createSegment(l.fs, l.dir, base, now)
 	if err != nil {
 		return nil, l.health.failed(fmt.Errorf("logstore: rolling %s: %w", l.dir, err))
 	}

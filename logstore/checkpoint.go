@@ -25,20 +25,20 @@ const (
 
 // writeFileAtomic writes data to path through `<path>.tmp` + fsync + rename + fsync of the
 // directory, so a crash leaves either the old or the new file, never a torn one.
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(fsys FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, data); err != nil {
+	if err := writeSynced(fsys, tmp, data); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(fsys, filepath.Dir(path))
 }
 
 // writeSynced writes data to path (created or truncated) and fsyncs it.
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeSynced(fsys FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -54,10 +54,10 @@ func writeSynced(path string, data []byte) error {
 }
 
 // removeAfter removes paths after delay (file.delete.delay.ms), at once when delay <= 0.
-func removeAfter(paths []string, delay time.Duration) {
+func removeAfter(fsys FS, paths []string, delay time.Duration) {
 	remove := func() {
 		for _, p := range paths {
-			os.Remove(p)
+			fsys.Remove(p)
 		}
 	}
 	if delay <= 0 {
@@ -68,17 +68,7 @@ func removeAfter(paths []string, delay time.Duration) {
 }
 
 // syncDir fsyncs a directory so a rename or create in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(fsys FS, dir string) error { return syncDirFS(fsys, dir) }
 
 // formatOffsetCheckpoint renders Kafka's per-dir checkpoint format: version 0, the entry
 // count, then one `topic partition offset` line per entry (sorted for stable output).
@@ -104,8 +94,8 @@ func formatOffsetCheckpoint(entries map[TopicPartition]int64) []byte {
 // readCheckpointLines reads a checkpoint file, checks the version and count, and returns the
 // entry lines split into fields (each with exactly want fields). A missing file returns
 // (nil, nil).
-func readCheckpointLines(path string, want int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+func readCheckpointLines(fsys FS, path string, want int) ([][]string, error) {
+	data, err := readFileFS(fsys, path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -157,8 +147,8 @@ func readCheckpointLines(path string, want int) ([][]string, error) {
 }
 
 // readOffsetCheckpoint reads a `topic partition offset` checkpoint.
-func readOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
-	lines, err := readCheckpointLines(path, 3)
+func readOffsetCheckpoint(fsys FS, path string) (map[TopicPartition]int64, error) {
+	lines, err := readCheckpointLines(fsys, path, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +165,8 @@ func readOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
 }
 
 // writeOffsetCheckpoint writes a `topic partition offset` checkpoint atomically.
-func writeOffsetCheckpoint(path string, entries map[TopicPartition]int64) error {
-	return writeFileAtomic(path, formatOffsetCheckpoint(entries))
+func writeOffsetCheckpoint(fsys FS, path string, entries map[TopicPartition]int64) error {
+	return writeFileAtomic(fsys, path, formatOffsetCheckpoint(entries))
 }
 
 // formatEpochCheckpoint renders leader-epoch-checkpoint: version, count, `epoch startOffset`.
@@ -190,8 +180,8 @@ func formatEpochCheckpoint(entries []EpochEntry) []byte {
 }
 
 // readEpochCheckpoint reads leader-epoch-checkpoint.
-func readEpochCheckpoint(path string) ([]EpochEntry, error) {
-	lines, err := readCheckpointLines(path, 2)
+func readEpochCheckpoint(fsys FS, path string) ([]EpochEntry, error) {
+	lines, err := readCheckpointLines(fsys, path, 2)
 	if err != nil {
 		return nil, err
 	}

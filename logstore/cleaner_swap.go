@@ -90,7 +90,7 @@ func (w segmentSwap) run() error {
 	}
 	delay := l.cfg.FileDeleteDelay
 	l.mu.Unlock()
-	removeAfter(deleted, delay)
+	removeAfter(l.fs, deleted, delay)
 	return nil
 }
 
@@ -120,27 +120,27 @@ func (w segmentSwap) position() (int, bool) {
 // names, with the directory synced after the first and last step. It returns the `.deleted`
 // files, removed after file.delete.delay.ms.
 func (w segmentSwap) renameFiles() ([]string, error) {
-	dir, ns, stop := w.l.dir, w.ns, w.l.cleaning.testStep
+	dir, ns, stop, fsys := w.l.dir, w.ns, w.l.cleaning.testStep, w.l.fs
 	cleaned := cleanedPaths(dir, ns.base)
 	final := segmentPaths{ns.logPath(), ns.indexPath(), ns.timeIndexPath()}
 	swap := segmentPaths{final.log + swapSuffix, final.index + swapSuffix, final.timeIndex + swapSuffix}
 	// 1. .cleaned -> .swap; the log's .swap, renamed last, commits the swap
 	for _, r := range [][2]string{{cleaned.index, swap.index}, {cleaned.timeIndex, swap.timeIndex}, {cleaned.log, swap.log}} {
-		if err := os.Rename(r[0], r[1]); err != nil {
+		if err := fsys.Rename(r[0], r[1]); err != nil {
 			return nil, fmt.Errorf("logstore: swapping in cleaned segment: %w", err)
 		}
 		if stop("swap:" + filepath.Ext(strings.TrimSuffix(r[1], swapSuffix))) {
 			return nil, errSwapStopped
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	// 2. the old segments' files -> .deleted (open descriptors keep serving readers)
 	var deleted []string
 	for _, s := range w.group {
 		for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
-			if err := os.Rename(p, p+deletedSuffix); err == nil {
+			if err := fsys.Rename(p, p+deletedSuffix); err == nil {
 				deleted = append(deleted, p+deletedSuffix)
 			} else if !os.IsNotExist(err) {
 				return nil, fmt.Errorf("logstore: swapping in cleaned segment: %w", err)
@@ -152,14 +152,14 @@ func (w segmentSwap) renameFiles() ([]string, error) {
 	}
 	// 3. .swap -> final names
 	for _, r := range [][2]string{{swap.index, final.index}, {swap.timeIndex, final.timeIndex}, {swap.log, final.log}} {
-		if err := os.Rename(r[0], r[1]); err != nil {
+		if err := fsys.Rename(r[0], r[1]); err != nil {
 			return nil, fmt.Errorf("logstore: swapping in cleaned segment: %w", err)
 		}
 		if stop("final:" + filepath.Ext(r[1])) {
 			return nil, errSwapStopped
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	return deleted, nil

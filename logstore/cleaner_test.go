@@ -550,7 +550,7 @@ func TestManagerCleanerCheckpoint(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var cps map[TopicPartition]int64
 	for {
-		cps, _ = readOffsetCheckpoint(filepath.Join(dir, cleanerCheckpointFile))
+		cps, _ = readOffsetCheckpoint(osFS{}, filepath.Join(dir, cleanerCheckpointFile))
 		if cps[tp] > 0 {
 			break
 		}

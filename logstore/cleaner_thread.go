@@ -48,6 +48,10 @@ func (t *cleanerThread) cleanFilthiestLog(ctx context.Context) bool {
 		t.c.uncleanable[ltc.l] = true
 		t.c.mu.Unlock()
 		t.c.doneCleaning(ltc.l, stats, t.id, false)
+	case isIOError(err):
+		// an I/O error on the log's dir takes it offline, as Kafka's cleaner does (KIP-112)
+		_ = ltc.l.health.failed(fmt.Errorf("logstore: cleaning %s: %w", ltc.l.dir, err))
+		t.c.doneCleaning(ltc.l, stats, t.id, false)
 	default:
 		ltc.l.log.WithError(err).Warn("log cleaning failed")
 		t.c.doneCleaning(ltc.l, stats, t.id, false)
@@ -71,7 +75,7 @@ func (t *cleanerThread) clean(ctx context.Context, ltc logToClean) (cleanerStats
 	// The files as of now: a truncation that removes batches gives a segment a new file
 	// (truncate_swap.go) while the cleaner reads the old one, which then fails on the closed
 	// file or is aborted by the cleaning generation.
-	files := make([]*os.File, len(segs))
+	files := make([]File, len(segs))
 	for i, s := range segs {
 		sizes[i], files[i] = s.size, s.f
 	}
@@ -216,7 +220,7 @@ func abortedOr(abort func() error, err error) error {
 }
 
 // forEachBatch reads the whole batches of s, from its file f, in [startPos, size) in order.
-func forEachBatch(s *segment, f *os.File, startPos, size int64, fn func(b []byte, h BatchHeader) error) error {
+func forEachBatch(s *segment, f File, startPos, size int64, fn func(b []byte, h BatchHeader) error) error {
 	if startPos >= size {
 		return nil
 	}
@@ -257,7 +261,7 @@ func forEachBatch(s *segment, f *os.File, startPos, size int64, fn func(b []byte
 // mapSegment adds the keys of s's records at or after firstDirty to the offset map
 // (buildOffsetMapForSegment). It reports full when the map reached its load factor; the
 // map's latest offset then is the last record mapped.
-func (t *cleanerThread) mapSegment(s *segment, f *os.File, startPos, size, firstDirty int64, stats *cleanerStats, abort func() error) (bool, error) {
+func (t *cleanerThread) mapSegment(s *segment, f File, startPos, size, firstDirty int64, stats *cleanerStats, abort func() error) (bool, error) {
 	maxEntries := t.omap.maxEntries()
 	full := false
 	errFull := errors.New("full")
@@ -299,11 +303,11 @@ func (t *cleanerThread) mapSegment(s *segment, f *os.File, startPos, size, first
 
 // cleanSegments cleans one group into a single replacement segment and swaps it in
 // (Cleaner.cleanSegments, cleanInto).
-func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, files []*os.File, sizes []int64, deleteHorizonMs int64,
+func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, files []File, sizes []int64, deleteHorizonMs int64,
 	lastOfProducer map[int64]int64, cfg Config, stats *cleanerStats, abort func() error) (err error) {
 	base := group[0].base
 	paths := cleanedPaths(l.dir, base)
-	f, err := os.OpenFile(paths.log, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.fs.OpenFile(paths.log, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -315,7 +319,7 @@ func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, file
 				return // a simulated crash leaves its files behind
 			}
 			for _, p := range []string{paths.log, paths.index, paths.timeIndex} {
-				os.Remove(p)
+				l.fs.Remove(p)
 			}
 		}
 	}()
@@ -400,22 +404,22 @@ func (t *cleanerThread) cleanSegments(l *Log, gen uint64, group []*segment, file
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := writeSynced(paths.index, encodeOffsetEntries(ix.idx)); err != nil {
+	if err := writeSynced(l.fs, paths.index, encodeOffsetEntries(ix.idx)); err != nil {
 		return err
 	}
-	if err := writeSynced(paths.timeIndex, encodeTimeEntries(ix.tidx)); err != nil {
+	if err := writeSynced(l.fs, paths.timeIndex, encodeTimeEntries(ix.tidx)); err != nil {
 		return err
 	}
 	// the cleaned segment keeps the last modification time of the segments it replaces
 	mtime := time.UnixMilli(fileModTime(files[len(files)-1]))
-	if err := os.Chtimes(paths.log, mtime, mtime); err != nil {
+	if err := l.fs.Chtimes(paths.log, mtime, mtime); err != nil {
 		return err
 	}
 	if l.cleaning.testStep("beforeSwap") {
 		return errSwapStopped
 	}
 	ns := &segment{
-		base: base, dir: l.dir, f: f, size: pos, ix: ix, created: l.now(),
+		base: base, dir: l.dir, fs: l.fs, f: f, size: pos, ix: ix, created: l.now(),
 		flushedSize: pos, idxPersisted: len(ix.idx), tidxPersisted: len(ix.tidx),
 	}
 	if err := (segmentSwap{l: l, group: group, ns: ns, gen: gen}).run(); err != nil {

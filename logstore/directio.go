@@ -72,13 +72,14 @@ func newDirectWriteGate(log logrus.FieldLogger, now func() time.Time) *directWri
 
 // writeAt appends b at off of f: directly while the gate is open and b is small, through
 // os.File otherwise.
-func (g *directWriteGate) writeAt(f *os.File, b []byte, off int64) (int, error) {
-	if g == nil || !directIO || len(b) > directAppendMax {
-		return f.WriteAt(b, off)
+func (g *directWriteGate) writeAt(file File, b []byte, off int64) (int, error) {
+	f := directOSFile(file) // nil under a File that is not the OS FS's (fs.go)
+	if g == nil || !directIO || len(b) > directAppendMax || f == nil {
+		return file.WriteAt(b, off)
 	}
 	start := g.now()
 	if start.UnixNano() < g.offUntil.Load() {
-		return f.WriteAt(b, off)
+		return file.WriteAt(b, off)
 	}
 	// The thread must stay the same between the two counts.
 	runtime.LockOSThread()
@@ -124,9 +125,9 @@ func (g *directWriteGate) strike(f *os.File, n int, end time.Time, took time.Dur
 
 // readAtResident reads len(b) bytes at off of f, directly when resident says the pages are in
 // the page cache for certain (see above).
-func readAtResident(f *os.File, b []byte, off int64, resident bool) (int, error) {
-	if resident && directIO {
-		return preadDirect(f, b, off)
+func readAtResident(f File, b []byte, off int64, resident bool) (int, error) {
+	if of := directOSFile(f); resident && directIO && of != nil {
+		return preadDirect(of, b, off)
 	}
 	return f.ReadAt(b, off)
 }

@@ -39,7 +39,7 @@ func TestDirectWriteGateClosesOnlyWhenAppendsKeepSleeping(t *testing.T) {
 	var want []byte
 	write := func(b []byte) {
 		t.Helper()
-		if n, err := g.writeAt(f, b, int64(len(want))); err != nil || n != len(b) {
+		if n, err := g.writeAt(osFile{f}, b, int64(len(want))); err != nil || n != len(b) {
 			t.Fatalf("writeAt: %d, %v", n, err)
 		}
 		want = append(want, b...)
@@ -118,7 +118,7 @@ func TestDirectReadWriteAsOsFile(t *testing.T) {
 	if n, err := preadDirect(f, b, 12); n != 3 || !errors.Is(err, io.EOF) || string(b[:n]) != "rld" {
 		t.Fatalf("preadDirect across the end: %d, %v", n, err)
 	}
-	if n, err := readAtResident(f, b, 0, true); n != 5 || err != nil || string(b) != "\x00\x00\x00he" {
+	if n, err := readAtResident(osFile{f}, b, 0, true); n != 5 || err != nil || string(b) != "\x00\x00\x00he" {
 		t.Fatalf("readAtResident: %d %q %v", n, b[:n], err)
 	}
 	f.Close()

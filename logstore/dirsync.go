@@ -9,6 +9,7 @@ import "sync"
 // cost one directory fsync each (docs/performance.md, "Controller at scale").
 type dirSyncer struct {
 	dir     string
+	fs      FS
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running bool
@@ -18,8 +19,8 @@ type dirSyncer struct {
 	err     error
 }
 
-func newDirSyncer(dir string) *dirSyncer {
-	d := &dirSyncer{dir: dir}
+func newDirSyncer(fsys FS, dir string) *dirSyncer {
+	d := &dirSyncer{dir: dir, fs: fsOr(fsys)}
 	d.cond = sync.NewCond(&d.mu)
 	return d
 }
@@ -40,7 +41,7 @@ func (d *dirSyncer) sync() error {
 		d.started++
 		seq := d.started
 		d.mu.Unlock()
-		err := syncDir(d.dir)
+		err := syncDir(d.fs, d.dir)
 		d.mu.Lock()
 		d.running = false
 		d.done = seq

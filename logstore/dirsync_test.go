@@ -11,7 +11,7 @@ import (
 // started after their call finished; they need fewer fsyncs than callers, and a missing
 // directory's error reaches the caller.
 func TestDirSyncerSharesFsyncs(t *testing.T) {
-	d := newDirSyncer(t.TempDir())
+	d := newDirSyncer(osFS{}, t.TempDir())
 	var wg sync.WaitGroup
 	for i := 0; i < 64; i++ {
 		wg.Add(1)
@@ -31,7 +31,7 @@ func TestDirSyncerSharesFsyncs(t *testing.T) {
 	if err := os.Mkdir(gone, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g := newDirSyncer(gone)
+	g := newDirSyncer(osFS{}, gone)
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}

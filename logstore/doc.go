@@ -15,7 +15,8 @@
 // recovery point are re-validated and a torn or corrupt tail is truncated), offline log dirs (an
 // I/O error takes the dir offline: none of its logs is written, fsynced or read again until a
 // restart, and the dir is reported on LogDirFailures; logdir_failure.go), and the leader
-// epoch cache. It is a leaf: it knows nothing about ZooKeeper, requests or replication
+// epoch cache. Every file-system call goes through the FS of fs.go, so that the tests can fail
+// any of them (docs/design.md, "File-system seam"). It is a leaf: it knows nothing about ZooKeeper, requests or replication
 // state beyond the numbers the replica manager hands it.
 //
 // It also owns the log cleaner (cleaner*.go, docs/compaction.md): compaction of logs whose

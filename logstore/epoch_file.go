@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 type leaderEpochs struct {
 	epochCache
 	path string // <partition dir>/leader-epoch-checkpoint
+	fs   FS     // nil: the OS FS (fs.go)
 
 	// fileMu serialises the writes of the file and guards pending and pendingFrom: the latest
 	// snapshot persistDeferred left unwritten (nil if none), and the smallest start offset of
@@ -27,17 +29,23 @@ type leaderEpochs struct {
 // noPending: the file holds the cache (as far as persist and persistDeferred were told).
 const noPending = math.MaxInt64
 
-// load fills the cache from the checkpoint file; an unreadable file leaves the cache empty
-// (recovery rebuilds the entries of the batches it re-validates).
-func (e *leaderEpochs) load(log logrus.FieldLogger) {
-	ents, err := readEpochCheckpoint(e.path)
+// load fills the cache from the checkpoint file; a malformed file leaves the cache empty
+// (recovery rebuilds the entries of the batches it re-validates). A file that cannot be read
+// (an I/O error) fails the load: the entries of the batches below the recovery point would be
+// lost.
+func (e *leaderEpochs) load(log logrus.FieldLogger) error {
+	ents, err := readEpochCheckpoint(fsOr(e.fs), e.path)
+	if isIOError(err) {
+		return err
+	}
 	if err != nil {
 		log.WithError(err).Warn("unreadable leader-epoch-checkpoint; starting with an empty leader epoch cache")
-		return
+		return nil
 	}
 	for _, x := range ents {
 		e.assign(x.Epoch, x.StartOffset)
 	}
+	return nil
 }
 
 // persist writes entries (a snapshot of the cache) to the checkpoint file atomically and
@@ -47,7 +55,7 @@ func (e *leaderEpochs) load(log logrus.FieldLogger) {
 func (e *leaderEpochs) persist(entries []EpochEntry) error {
 	e.fileMu.Lock()
 	defer e.fileMu.Unlock()
-	if err := writeFileAtomic(e.path, formatEpochCheckpoint(entries)); err != nil {
+	if err := writeFileAtomic(fsOr(e.fs), e.path, formatEpochCheckpoint(entries)); err != nil {
 		return err
 	}
 	e.pending, e.pendingFrom = nil, noPending
@@ -95,7 +103,7 @@ func (e *leaderEpochs) syncBefore(offset int64) error {
 	if e.pendingFrom >= offset || e.pending == nil {
 		return nil
 	}
-	if err := writeFileAtomic(e.path, formatEpochCheckpoint(e.pending)); err != nil {
+	if err := writeFileAtomic(fsOr(e.fs), e.path, formatEpochCheckpoint(e.pending)); err != nil {
 		return err
 	}
 	e.pending, e.pendingFrom = nil, noPending
@@ -116,13 +124,17 @@ func (l *Log) LatestEpoch() (int32, bool) {
 func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	if l.health.check() != nil {
+		return // offline dir: nothing is written to it again (logdir_failure.go)
+	}
 	l.mu.Lock()
 	changed, removed := l.epochs.assignTracked(epoch, startOffset)
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
 	if changed {
 		if err := l.epochs.persistChange(epochs, startOffset, removed); err != nil {
-			l.log.WithError(err).WithField("leaderEpoch", epoch).Error("writing leader-epoch-checkpoint")
+			// an I/O error on the dir: offline (KIP-112), as Kafka's checkpoint write does
+			_ = l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint of %s (leader epoch %d): %w", l.dir, epoch, err))
 		}
 	}
 }

@@ -116,23 +116,21 @@ func (f *logFlusher) flushAll() error {
 	segs := append([]*segment(nil), l.segs...)
 	leo := l.leo
 	l.mu.RUnlock()
-	var first error
+	// The first failure ends it: nothing is written or fsynced after a failed fsync
+	// (logdir_failure.go).
 	for _, s := range segs {
 		if s.size != s.flushedSize {
-			if err := l.health.sync(s.f); err != nil && first == nil {
-				first = err
+			if err := l.health.sync(s.f); err != nil {
+				return l.health.failed(fmt.Errorf("logstore: fsync %s: %w", s.logPath(), err))
 			}
 			s.flushedSize = s.size
 		}
-		if err := s.persistIndexes(s.ix.idx, s.ix.tidx, true); err != nil && first == nil {
-			first = err
+		if err := s.persistIndexes(s.ix.idx, s.ix.tidx, true); err != nil {
+			return l.health.failed(fmt.Errorf("logstore: writing indexes of %s: %w", s.logPath(), err))
 		}
 	}
-	if err := l.epochs.syncBefore(leo); err != nil && first == nil { // as in flushTo
-		first = err
-	}
-	if first != nil {
-		return l.health.failed(first)
+	if err := l.epochs.syncBefore(leo); err != nil { // as in flushTo
+		return l.health.failed(fmt.Errorf("logstore: fsync %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	l.recoveryPoint = leo

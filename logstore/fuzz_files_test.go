@@ -26,12 +26,12 @@ func FuzzCheckpointFiles(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if offs, err := readOffsetCheckpoint(path); err == nil {
+		if offs, err := readOffsetCheckpoint(osFS{}, path); err == nil {
 			again := filepath.Join(dir, "again")
 			if err := os.WriteFile(again, formatOffsetCheckpoint(offs), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := readOffsetCheckpoint(again)
+			got, err := readOffsetCheckpoint(osFS{}, again)
 			if err != nil || len(got) != len(offs) {
 				t.Fatalf("offset checkpoint %v read back as %v (%v)", offs, got, err)
 			}
@@ -41,12 +41,12 @@ func FuzzCheckpointFiles(f *testing.F) {
 				}
 			}
 		}
-		if es, err := readEpochCheckpoint(path); err == nil {
+		if es, err := readEpochCheckpoint(osFS{}, path); err == nil {
 			again := filepath.Join(dir, "again-epochs")
 			if err := os.WriteFile(again, formatEpochCheckpoint(es), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := readEpochCheckpoint(again); err != nil || !reflect.DeepEqual(got, es) {
+			if got, err := readEpochCheckpoint(osFS{}, again); err != nil || !reflect.DeepEqual(got, es) {
 				t.Fatalf("epoch checkpoint %v read back as %v (%v)", es, got, err)
 			}
 		}
@@ -68,7 +68,7 @@ func FuzzIndexFiles(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if idx, ok := loadOffsetIndex(path, logSize); ok {
+		if idx, ok := loadOffsetIndex(osFS{}, path, logSize); ok {
 			for i, e := range idx {
 				if e.rel < 0 || e.pos < 0 || int64(e.pos) >= logSize {
 					t.Fatalf("entry %d %+v outside a log of %d bytes", i, e, logSize)
@@ -85,7 +85,7 @@ func FuzzIndexFiles(f *testing.F) {
 		if err := os.WriteFile(tpath, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if tidx, ok := loadTimeIndex(tpath); ok {
+		if tidx, ok := loadTimeIndex(osFS{}, tpath); ok {
 			for i, e := range tidx {
 				if e.rel < 0 || e.ts < 0 || (i > 0 && (e.ts <= tidx[i-1].ts || e.rel < tidx[i-1].rel)) {
 					t.Fatalf("time entry %d %+v not rising or negative", i, e)

@@ -27,6 +27,7 @@ type loadParams struct {
 	now           func() time.Time
 	writeback     *writebackQueue  // nil: none (tests)
 	directWrites  *directWriteGate // nil: appends through os.File (tests)
+	fs            FS               // nil: the OS FS (fs.go)
 	// checkpointOffsets writes the dir's recovery-point and log-start checkpoints (Log's field).
 	checkpointOffsets func() error
 }
@@ -39,6 +40,7 @@ type loadParams struct {
 // and recovery point.
 type logLoader struct {
 	dir      string
+	fs       FS
 	log      logrus.FieldLogger
 	now      func() time.Time
 	interval int32         // index.interval.bytes
@@ -62,15 +64,17 @@ func (ld *logLoader) load(p loadParams) error {
 	}
 
 	// the epoch cache is read first so recovered batches can extend it
-	ld.epochs.load(ld.log)
+	if err := ld.epochs.load(ld.log); err != nil {
+		return err
+	}
 	loadedEpochs := ld.epochs.snapshot()
 
 	recoveryPoint := p.recoveryPoint
 	now := ld.now()
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
-		s := &segment{base: base, dir: ld.dir, ix: newIndexState(base), created: now}
-		f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0o644)
+		s := &segment{base: base, dir: ld.dir, fs: ld.fs, ix: newIndexState(base), created: now}
+		f, err := ld.fs.OpenFile(s.logPath(), os.O_RDWR, 0o644)
 		if err != nil {
 			return err
 		}
@@ -83,9 +87,9 @@ func (ld *logLoader) load(p loadParams) error {
 		last := i == len(bases)-1
 		needsRecovery := !p.clean && (last || bases[i+1] > recoveryPoint)
 		if !needsRecovery {
-			idx, ok1 := loadOffsetIndex(s.indexPath(), s.size)
-			tidx, ok2 := loadTimeIndex(s.timeIndexPath())
-			if ok1 && ok2 && (s.size == 0 || fileExists(s.indexPath())) {
+			idx, ok1 := loadOffsetIndex(ld.fs, s.indexPath(), s.size)
+			tidx, ok2 := loadTimeIndex(ld.fs, s.timeIndexPath())
+			if ok1 && ok2 && (s.size == 0 || fileExists(ld.fs, s.indexPath())) {
 				s.ix.idx, s.ix.tidx = idx, tidx
 				if n := len(tidx); n > 0 {
 					s.ix.maxTs = tidx[n-1].ts
@@ -128,9 +132,11 @@ func (ld *logLoader) load(p loadParams) error {
 		if truncated && !last {
 			// LogLoader: once a segment is truncated, the later (unflushed) segments are deleted
 			for _, b := range bases[i+1:] {
-				dead := &segment{base: b, dir: ld.dir}
+				dead := &segment{base: b, dir: ld.dir, fs: ld.fs}
 				ld.log.WithField("segment", dead.logPath()).Warn("deleting segment after a truncated one")
-				dead.markDeleted(0)
+				if err := dead.markDeleted(0); err != nil {
+					return err
+				}
 			}
 			bases = bases[:i+1]
 		}
@@ -140,7 +146,7 @@ func (ld *logLoader) load(p loadParams) error {
 		if start < 0 {
 			start = 0
 		}
-		s, err := createSegment(ld.dir, start, now)
+		s, err := createSegment(ld.fs, ld.dir, start, now)
 		if err != nil {
 			return err
 		}
@@ -179,8 +185,8 @@ func (ld *logLoader) load(p loadParams) error {
 // base and an empty leader epoch cache (what load computes for an empty directory).
 func (ld *logLoader) loadNew(p loadParams) error {
 	start := max(p.logStart, 0)
-	s := &segment{base: start, dir: ld.dir, ix: newIndexState(start), created: ld.now(), noIndexFiles: true}
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	s := &segment{base: start, dir: ld.dir, fs: ld.fs, ix: newIndexState(start), created: ld.now(), noIndexFiles: true}
+	f, err := ld.fs.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -193,7 +199,7 @@ func (ld *logLoader) loadNew(p loadParams) error {
 // segmentBases lists the base offsets of the segments in the directory, in order, and
 // removes leftovers of interrupted deletes and atomic writes and orphan indexes (no .log).
 func (ld *logLoader) segmentBases() ([]int64, error) {
-	entries, err := os.ReadDir(ld.dir)
+	entries, err := ld.fs.ReadDir(ld.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +213,7 @@ func (ld *logLoader) segmentBases() ([]int64, error) {
 			filepath.Ext(name) == ".swap" || filepath.Ext(name) == ".tmp":
 			// leftovers of an interrupted delete / atomic write
 			if !e.IsDir() {
-				os.Remove(full)
+				ld.fs.Remove(full)
 			}
 		default:
 			if b, ok := parseSegmentName(name, logSuffix); ok && !e.IsDir() {
@@ -220,7 +226,7 @@ func (ld *logLoader) segmentBases() ([]int64, error) {
 	for _, e := range entries {
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if b, ok := parseSegmentName(e.Name(), suf); ok && !logs[b] {
-				os.Remove(filepath.Join(ld.dir, e.Name()))
+				ld.fs.Remove(filepath.Join(ld.dir, e.Name()))
 			}
 		}
 	}
@@ -233,6 +239,9 @@ func (ld *logLoader) segmentBases() ([]int64, error) {
 // topic, partition, segment and bytes cut. It reports whether it truncated.
 func (ld *logLoader) recoverSegment(s *segment, startPos, startOffset int64, st indexState) (bool, error) {
 	res := scanSegment(s.f, s.size, s.base, startPos, startOffset, st, ld.interval)
+	if isIOError(res.err) {
+		return false, res.err // a failed read is no corrupt batch: nothing is truncated
+	}
 	if startPos > 0 && res.batches == 0 && s.size > startPos {
 		// the batch the index points at is bad: recover the whole segment instead
 		return ld.recoverSegment(s, 0, s.base, newIndexState(s.base))
@@ -277,7 +286,7 @@ func (ld *logLoader) recoverSegment(s *segment, startPos, startOffset int64, st 
 // [base, its next offset): those segments' files are removed and the swap file becomes
 // `<base>.log`, without indexes so that loading recovers it.
 func (ld *logLoader) completeSwaps() error {
-	entries, err := os.ReadDir(ld.dir)
+	entries, err := ld.fs.ReadDir(ld.dir)
 	if err != nil {
 		return err
 	}
@@ -292,18 +301,18 @@ func (ld *logLoader) completeSwaps() error {
 		switch {
 		case strings.HasSuffix(name, cleanedSuffix):
 			ld.log.WithField("file", name).Info("removing an unfinished cleaned segment")
-			os.Remove(full)
+			ld.fs.Remove(full)
 		case strings.HasSuffix(name, truncSwapSuffix):
 			if b, ok := parseSegmentName(strings.TrimSuffix(name, truncSwapSuffix), logSuffix); ok {
 				tails = append(tails, b)
 			} else {
-				os.Remove(full)
+				ld.fs.Remove(full)
 			}
 		case strings.HasSuffix(name, swapSuffix):
 			if b, ok := parseSegmentName(strings.TrimSuffix(name, swapSuffix), logSuffix); ok {
 				swaps = append(swaps, b)
 			} else {
-				os.Remove(full)
+				ld.fs.Remove(full)
 			}
 		default:
 			if b, ok := parseSegmentName(name, logSuffix); ok {
@@ -317,7 +326,7 @@ func (ld *logLoader) completeSwaps() error {
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, base := range swaps {
 		swapPath := filepath.Join(ld.dir, segmentName(base)+logSuffix+swapSuffix)
-		f, err := os.Open(swapPath)
+		f, err := openFS(ld.fs, swapPath)
 		if err != nil {
 			return err
 		}
@@ -333,17 +342,17 @@ func (ld *logLoader) completeSwaps() error {
 			if b < base || b >= next {
 				continue
 			}
-			old := &segment{base: b, dir: ld.dir}
+			old := &segment{base: b, dir: ld.dir, fs: ld.fs}
 			for _, p := range []string{old.logPath(), old.indexPath(), old.timeIndexPath()} {
-				if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				if err := ld.fs.Remove(p); err != nil && !os.IsNotExist(err) {
 					return err
 				}
 			}
 		}
-		ns := &segment{base: base, dir: ld.dir}
-		os.Remove(ns.indexPath())
-		os.Remove(ns.timeIndexPath())
-		if err := os.Rename(swapPath, ns.logPath()); err != nil {
+		ns := &segment{base: base, dir: ld.dir, fs: ld.fs}
+		ld.fs.Remove(ns.indexPath())
+		ld.fs.Remove(ns.timeIndexPath())
+		if err := ld.fs.Rename(swapPath, ns.logPath()); err != nil {
 			return err
 		}
 		ld.log.WithFields(logrus.Fields{"segment": ns.logPath(), "nextOffset": res.nextOffset}).Info("completed the swap of a cleaned segment interrupted by a crash")
@@ -353,7 +362,7 @@ func (ld *logLoader) completeSwaps() error {
 			return err
 		}
 	}
-	return syncDir(ld.dir)
+	return syncDir(ld.fs, ld.dir)
 }
 
 // completeTruncation finishes a truncation whose commit was renamed in (truncate_swap.go):
@@ -366,30 +375,27 @@ func (ld *logLoader) completeTruncation(tails []int64) error {
 	slices.Sort(tails)
 	x := tails[0]
 	for _, b := range tails[1:] {
-		os.Remove(filepath.Join(ld.dir, segmentName(b)+logSuffix+truncSwapSuffix))
+		ld.fs.Remove(filepath.Join(ld.dir, segmentName(b)+logSuffix+truncSwapSuffix))
 	}
-	entries, err := os.ReadDir(ld.dir)
+	entries, err := ld.fs.ReadDir(ld.dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 			if b, ok := parseSegmentName(e.Name(), suf); ok && b >= x {
-				if err := os.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !os.IsNotExist(err) {
+				if err := ld.fs.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !os.IsNotExist(err) {
 					return err
 				}
 			}
 		}
 	}
-	ns := &segment{base: x, dir: ld.dir}
-	if err := os.Rename(ns.logPath()+truncSwapSuffix, ns.logPath()); err != nil {
+	ns := &segment{base: x, dir: ld.dir, fs: ld.fs}
+	if err := ld.fs.Rename(ns.logPath()+truncSwapSuffix, ns.logPath()); err != nil {
 		return err
 	}
 	ld.log.WithField("segment", ns.logPath()).Info("completed a truncation interrupted by a crash")
 	return nil
 }
 
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
+func fileExists(fsys FS, p string) bool { return fileExistsFS(fsys, p) }

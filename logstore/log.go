@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -37,6 +36,7 @@ type AppendInfo struct {
 // truncate.go, retention in retention.go.
 type Log struct {
 	logDir
+	fs  FS // the file-system seam (fs.go); never nil
 	log logrus.FieldLogger
 	now func() time.Time
 
@@ -112,15 +112,17 @@ func openLog(p loadParams) (*Log, error) {
 		l.Out = io.Discard
 		p.log = l
 	}
+	p.fs = fsOr(p.fs)
 	l := &Log{
 		logDir:       logDir{tp: p.tp, dir: p.dir},
+		fs:           p.fs,
 		log:          p.log.WithFields(logrus.Fields{"topic": p.tp.Topic, "partition": p.tp.Partition}),
 		now:          p.now,
 		writeback:    p.writeback,
 		directWrites: p.directWrites,
 		cfg:          p.cfg.sanitized(),
 		hw:           p.hw,
-		epochs:       leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), pendingFrom: noPending},
+		epochs:       leaderEpochs{path: filepath.Join(p.dir, leaderEpochCheckpointFile), fs: p.fs, pendingFrom: noPending},
 		producers:    producerState{},
 		configured:   p.configured,
 		cleaning:     cleaningState{checkpoint: p.cleanerCP},
@@ -128,17 +130,20 @@ func openLog(p loadParams) (*Log, error) {
 		checkpointOffsets: p.checkpointOffsets,
 	}
 	l.flusher.l = l
-	ld := &logLoader{dir: l.dir, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
+	ld := &logLoader{dir: l.dir, fs: l.fs, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
 	var err error
 	// A directory this call creates is empty: nothing to recover, no leftovers, no checkpoint
 	// to read, so the new log needs only its first segment file (a LeaderAndIsr for a new
 	// topic creates thousands of logs, and every file-system call on this path is paid once per
 	// partition: docs/performance.md, "Controller at scale"). An existing directory is loaded.
-	if mkErr := os.Mkdir(p.dir, 0o755); mkErr == nil {
+	if mkErr := l.fs.Mkdir(p.dir, 0o755); mkErr == nil {
 		err = ld.loadNew(p)
 	} else {
 		if !errors.Is(mkErr, fs.ErrExist) {
-			if err := os.MkdirAll(p.dir, 0o755); err != nil {
+			if !errors.Is(mkErr, fs.ErrNotExist) {
+				return nil, mkErr // an I/O error, not a missing parent
+			}
+			if err := l.fs.MkdirAll(p.dir, 0o755); err != nil {
 				return nil, err
 			}
 		}

@@ -3,11 +3,13 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/sirupsen/logrus"
 )
@@ -36,7 +38,21 @@ type dirHealth struct {
 	log     logrus.FieldLogger
 
 	// syncFile is the fsync of segment files; tests substitute a failing one (the only seam).
-	syncFile func(*os.File) error
+	syncFile func(File) error
+}
+
+// isIOError reports whether err is a failed file-system call (a *PathError, *LinkError or
+// *SyscallError of package os, or an errno): an I/O error on a log dir, as opposed to a
+// corrupt batch, a closed log or an aborted operation.
+func isIOError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *fs.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	var no syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &no)
 }
 
 // check returns ErrLogDirOffline (with the first failure's cause) once the dir is offline.
@@ -73,7 +89,7 @@ func (h *dirHealth) failed(err error) error {
 }
 
 // sync fsyncs a segment file of this dir.
-func (h *dirHealth) sync(f *os.File) error {
+func (h *dirHealth) sync(f File) error {
 	if h != nil && h.syncFile != nil {
 		return h.syncFile(f)
 	}

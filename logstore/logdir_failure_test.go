@@ -65,7 +65,7 @@ func TestFailedFsyncTakesLogDirOffline(t *testing.T) {
 	}
 
 	var syncs atomic.Int32
-	m.health[dirs[0]].syncFile = func(*os.File) error { syncs.Add(1); return syscall.EIO }
+	m.health[dirs[0]].syncFile = func(File) error { syncs.Add(1); return syscall.EIO }
 	_, err = a.AppendAsLeader(testBatch{records: 1, valueSize: 10}.build(), 0)
 	if !errors.Is(err, ErrLogDirOffline) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("append with a failing fsync: %v, want ErrLogDirOffline wrapping EIO", err)
@@ -131,10 +131,10 @@ func TestFailedFsyncTakesLogDirOffline(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if fileExists(filepath.Join(dirs[0], cleanShutdownFile)) {
+	if fileExists(osFS{}, filepath.Join(dirs[0], cleanShutdownFile)) {
 		t.Fatal("clean shutdown marker written in the offline dir")
 	}
-	if !fileExists(filepath.Join(dirs[1], cleanShutdownFile)) {
+	if !fileExists(osFS{}, filepath.Join(dirs[1], cleanShutdownFile)) {
 		t.Fatal("no clean shutdown marker in the online dir")
 	}
 	if rp, _ := os.ReadFile(filepath.Join(dirs[0], recoveryPointCheckpointFile)); string(rp) != string(rpBefore) {

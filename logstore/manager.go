@@ -25,6 +25,7 @@ import (
 
 // Manager owns the log dirs and every partition log in them (Kafka's LogManager).
 type Manager struct {
+	fs       FS // the file-system seam (fs.go); the OS FS unless a test injects one
 	dirs     []string
 	brokerID int32
 	defaults Config
@@ -71,6 +72,11 @@ func Open(dirs []string, brokerID int32, defaults Config, log logrus.FieldLogger
 }
 
 func openManager(dirs []string, brokerID int32, defaults Config, log logrus.FieldLogger, now func() time.Time) (*Manager, error) {
+	return openManagerFS(osFS{}, dirs, brokerID, defaults, log, now)
+}
+
+// openManagerFS is openManager on fsys (tests inject file-system errors through it: fs.go).
+func openManagerFS(fsys FS, dirs []string, brokerID int32, defaults Config, log logrus.FieldLogger, now func() time.Time) (*Manager, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("logstore: no log dirs configured")
 	}
@@ -80,6 +86,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 		log = l
 	}
 	m := &Manager{
+		fs:        fsOr(fsys),
 		dirs:      append([]string(nil), dirs...),
 		brokerID:  brokerID,
 		defaults:  defaults.sanitized(),
@@ -98,7 +105,7 @@ func openManager(dirs []string, brokerID int32, defaults Config, log logrus.Fiel
 	m.directWrites = newDirectWriteGate(m.log, nil)
 	m.newDirHealth()
 	for _, dir := range m.dirs {
-		m.dirSync[dir] = newDirSyncer(dir)
+		m.dirSync[dir] = newDirSyncer(m.fs, dir)
 	}
 	for _, dir := range m.dirs {
 		if err := m.loadDir(dir); err != nil {
@@ -125,37 +132,37 @@ func (m *Manager) setClock(now func() time.Time) {
 }
 
 func (m *Manager) loadDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := m.fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("logstore: creating log dir: %w", err)
 	}
-	if err := checkMetaProperties(dir, m.brokerID); err != nil {
+	if err := checkMetaProperties(m.fs, dir, m.brokerID); err != nil {
 		return err
 	}
 	dlog := m.log.WithField("logDir", dir)
 	marker := filepath.Join(dir, cleanShutdownFile)
-	clean := fileExists(marker)
-	recovery, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointCheckpointFile))
+	clean := fileExists(m.fs, marker)
+	recovery, err := readOffsetCheckpoint(m.fs, filepath.Join(dir, recoveryPointCheckpointFile))
 	if err != nil {
 		dlog.WithError(err).Warn("unreadable recovery-point-offset-checkpoint; recovering every segment")
 		recovery = nil
 		clean = false
 	}
-	starts, err := readOffsetCheckpoint(filepath.Join(dir, logStartCheckpointFile))
+	starts, err := readOffsetCheckpoint(m.fs, filepath.Join(dir, logStartCheckpointFile))
 	if err != nil {
 		dlog.WithError(err).Warn("unreadable log-start-offset-checkpoint; log start offsets come from the segments")
 		starts = nil
 	}
-	hws, err := readOffsetCheckpoint(filepath.Join(dir, replicationCheckpointFile))
+	hws, err := readOffsetCheckpoint(m.fs, filepath.Join(dir, replicationCheckpointFile))
 	if err != nil {
 		dlog.WithError(err).Warn("unreadable replication-offset-checkpoint; high watermarks unknown")
 		hws = nil
 	}
-	cleaned, err := readOffsetCheckpoint(filepath.Join(dir, cleanerCheckpointFile))
+	cleaned, err := readOffsetCheckpoint(m.fs, filepath.Join(dir, cleanerCheckpointFile))
 	if err != nil {
 		dlog.WithError(err).Warn("unreadable cleaner-offset-checkpoint; compacted logs are cleaned from their start")
 		cleaned = nil
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := m.fs.ReadDir(dir)
 	if err != nil {
 		return err
 	}
@@ -171,7 +178,7 @@ func (m *Manager) loadDir(dir string) error {
 		full := filepath.Join(dir, name)
 		if strings.HasSuffix(name, "-delete") {
 			dlog.WithField("dir", name).Info("removing partition dir left over from a deletion")
-			os.RemoveAll(full)
+			m.fs.RemoveAll(full)
 			continue
 		}
 		if strings.HasSuffix(name, "-future") {
@@ -206,7 +213,7 @@ func (m *Manager) loadDir(dir string) error {
 		l, err := openLog(loadParams{
 			tp: tp, dir: full, cfg: m.defaults, recoveryPoint: rp, logStart: ls, hw: hw,
 			clean: clean, cleanerCP: cp, log: m.log, now: m.now, writeback: m.writeback,
-			directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(dir),
+			directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(dir), fs: m.fs,
 		})
 		if err != nil {
 			return fmt.Errorf("logstore: loading %s: %w", full, err)
@@ -221,7 +228,7 @@ func (m *Manager) loadDir(dir string) error {
 		}
 	}
 	if clean {
-		if err := os.Remove(marker); err != nil && !os.IsNotExist(err) {
+		if err := m.fs.Remove(marker); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
@@ -257,12 +264,12 @@ func validTopic(t string) error {
 
 // checkMetaProperties reads meta.properties (Java properties: version=0, broker.id=N,
 // optional cluster.id) and fails on a broker.id mismatch; it writes the file if absent.
-func checkMetaProperties(dir string, brokerID int32) error {
+func checkMetaProperties(fsys FS, dir string, brokerID int32) error {
 	path := filepath.Join(dir, metaPropertiesFile)
-	data, err := os.ReadFile(path)
+	data, err := readFileFS(fsys, path)
 	if os.IsNotExist(err) {
 		content := fmt.Sprintf("#\n#%s\nversion=0\nbroker.id=%d\n", time.Now().UTC().Format(time.UnixDate), brokerID)
-		return writeFileAtomic(path, []byte(content))
+		return writeFileAtomic(fsys, path, []byte(content))
 	}
 	if err != nil {
 		return err
@@ -379,7 +386,7 @@ func (m *Manager) GetOrCreateAll(tps []TopicPartition, cfgs []Config, workers in
 			logs[c.i], errs[c.i] = openLog(loadParams{
 				tp: tp, dir: filepath.Join(c.dir, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)), cfg: cfgs[c.i],
 				recoveryPoint: 0, logStart: -1, hw: -1, clean: true, cleanerCP: -1, configured: true, log: m.log, now: m.now,
-				writeback: m.writeback, directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(c.dir),
+				writeback: m.writeback, directWrites: m.directWrites, checkpointOffsets: m.offsetCheckpointer(c.dir), fs: m.fs,
 			})
 			return nil
 		})
@@ -470,8 +477,9 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	delete(m.logs, tp)
-	if d, ok := m.dirOf[tp]; ok {
-		m.dirLogs[d]--
+	logDir, ok := m.dirOf[tp]
+	if ok {
+		m.dirLogs[logDir]--
 	}
 	delete(m.dirOf, tp)
 	delete(m.hw, tp)
@@ -481,17 +489,25 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
 		m.log.WithError(err).WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Warn("closing log before deletion")
 	}
+	if err := m.health[logDir].check(); err != nil {
+		// nothing is renamed or removed in an offline dir (logdir_failure.go): the log is
+		// forgotten until the broker restarts, as Kafka forgets the logs of an offline dir
+		return err
+	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
 	target := fmt.Sprintf("%s.%s-delete", l.Dir(), hex.EncodeToString(id[:]))
-	if err := os.Rename(l.Dir(), target); err != nil {
-		return fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err)
+	// An I/O error on the way takes the dir offline, as Kafka's asyncDelete does (KIP-112).
+	if err := m.fs.Rename(l.Dir(), target); err != nil {
+		return m.health[logDir].failed(fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err))
 	}
-	syncDir(filepath.Dir(target))
+	if err := syncDir(m.fs, filepath.Dir(target)); err != nil {
+		return m.health[logDir].failed(fmt.Errorf("logstore: renaming %s for deletion: %w", l.Dir(), err))
+	}
 	m.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition}).Info("scheduled log for deletion")
-	remove := func() { os.RemoveAll(target) }
+	remove := func() { m.fs.RemoveAll(target) }
 	if delay <= 0 {
 		remove()
 	} else {
@@ -579,9 +595,9 @@ func (m *Manager) writePerDir(file string, perDir map[string]map[TopicPartition]
 			if same {
 				return nil
 			}
-			err := writeSynced(path+".tmp", data)
+			err := writeSynced(m.fs, path+".tmp", data)
 			if err == nil {
-				err = os.Rename(path+".tmp", path)
+				err = m.fs.Rename(path+".tmp", path)
 			}
 			if err == nil {
 				err = m.syncDir(dir)
@@ -611,7 +627,7 @@ func (m *Manager) syncDir(dir string) error {
 	if d := m.dirSync[dir]; d != nil {
 		return d.sync()
 	}
-	return syncDir(dir)
+	return syncDir(m.fs, dir)
 }
 
 // Checkpoint writes recovery-point-offset-checkpoint and log-start-offset-checkpoint.
@@ -775,7 +791,7 @@ func (m *Manager) Close() error {
 			// No marker: the next start recovers this dir's logs (a torn tail is truncated).
 			continue
 		}
-		err := os.WriteFile(filepath.Join(dir, cleanShutdownFile), nil, 0o644)
+		err := writeFileFS(m.fs, filepath.Join(dir, cleanShutdownFile), nil, 0o644)
 		if err == nil {
 			err = m.syncDir(dir)
 		}

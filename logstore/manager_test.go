@@ -16,7 +16,7 @@ func TestCheckpointFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, recoveryPointCheckpointFile)
 	in := map[TopicPartition]int64{{Topic: "a", Partition: 0}: 5, {Topic: "a", Partition: 1}: 0, {Topic: "b.c-d_e", Partition: 7}: 1 << 40}
-	if err := writeOffsetCheckpoint(p, in); err != nil {
+	if err := writeOffsetCheckpoint(osFS{}, p, in); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(p)
@@ -26,22 +26,22 @@ func TestCheckpointFileRoundTrip(t *testing.T) {
 	if _, err := os.Stat(p + ".tmp"); !os.IsNotExist(err) {
 		t.Fatal("temp file left behind")
 	}
-	out, err := readOffsetCheckpoint(p)
+	out, err := readOffsetCheckpoint(osFS{}, p)
 	if err != nil || len(out) != 3 || out[TopicPartition{Topic: "b.c-d_e", Partition: 7}] != 1<<40 {
 		t.Fatalf("%v %v", out, err)
 	}
 	for _, bad := range []string{"", "1\n0\n", "0\n2\na 0 5\n", "0\n1\na 0\n", "0\n1\na x 5\n", "0\n-1\n"} {
 		os.WriteFile(p, []byte(bad), 0o644)
-		if _, err := readOffsetCheckpoint(p); err == nil {
+		if _, err := readOffsetCheckpoint(osFS{}, p); err == nil {
 			t.Errorf("malformed %q accepted", bad)
 		}
 	}
 	ep := filepath.Join(dir, leaderEpochCheckpointFile)
-	writeFileAtomic(ep, formatEpochCheckpoint([]EpochEntry{{1, 0}, {4, 100}}))
-	if got, err := readEpochCheckpoint(ep); err != nil || len(got) != 2 || got[1] != (EpochEntry{4, 100}) {
+	writeFileAtomic(osFS{}, ep, formatEpochCheckpoint([]EpochEntry{{1, 0}, {4, 100}}))
+	if got, err := readEpochCheckpoint(osFS{}, ep); err != nil || len(got) != 2 || got[1] != (EpochEntry{4, 100}) {
 		t.Fatalf("%v %v", got, err)
 	}
-	if m, err := readOffsetCheckpoint(filepath.Join(dir, "missing")); err != nil || len(m) != 0 {
+	if m, err := readOffsetCheckpoint(osFS{}, filepath.Join(dir, "missing")); err != nil || len(m) != 0 {
 		t.Fatalf("missing file: %v %v", m, err)
 	}
 }
@@ -203,7 +203,7 @@ func TestUncleanShutdownDropsSegmentsAfterCorruption(t *testing.T) {
 	// The crash left the recovery point at 4. (Each roll also schedules a background flush of
 	// the rolled segment, which may have raised the in-memory recovery point meanwhile; the
 	// checkpoint is written here so the scenario does not depend on how far those got.)
-	if err := writeOffsetCheckpoint(filepath.Join(dirs[0], recoveryPointCheckpointFile), map[TopicPartition]int64{tp: 4}); err != nil {
+	if err := writeOffsetCheckpoint(osFS{}, filepath.Join(dirs[0], recoveryPointCheckpointFile), map[TopicPartition]int64{tp: 4}); err != nil {
 		t.Fatal(err)
 	}
 	seg := filepath.Join(dirs[0], "t-3", "00000000000000000008.log")
@@ -330,7 +330,7 @@ func TestRunBackgroundRetentionAndCheckpoints(t *testing.T) {
 	go func() { m.RunBackground(ctx, time.Millisecond, time.Millisecond); close(done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		cp, _ := readOffsetCheckpoint(filepath.Join(dir, logStartCheckpointFile))
+		cp, _ := readOffsetCheckpoint(osFS{}, filepath.Join(dir, logStartCheckpointFile))
 		if l.LogStartOffset() == 6 && cp[TopicPartition{Topic: "t", Partition: 0}] == 6 {
 			break
 		}

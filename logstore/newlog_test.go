@@ -249,7 +249,7 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 	if !mtime().Equal(old) {
 		t.Fatal("HW checkpoint rewritten at Close though unchanged")
 	}
-	got, err := readOffsetCheckpoint(path)
+	got, err := readOffsetCheckpoint(osFS{}, path)
 	if err != nil || got[tp] != 0 {
 		t.Fatalf("HW checkpoint %v %v", got, err)
 	}
@@ -394,7 +394,7 @@ func TestLeaderEpochRemovalWrittenAtOnce(t *testing.T) {
 	if got := l.EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
-	if got, err := readEpochCheckpoint(l.epochs.path); err != nil || !slices.Equal(got, want) {
+	if got, err := readEpochCheckpoint(osFS{}, l.epochs.path); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("checkpoint %v %v, want %v written at once", got, err, want)
 	}
 }
@@ -402,7 +402,7 @@ func TestLeaderEpochRemovalWrittenAtOnce(t *testing.T) {
 // epochCheckpointOnDisk reads l's leader-epoch-checkpoint file.
 func epochCheckpointOnDisk(t *testing.T, l *Log) []EpochEntry {
 	t.Helper()
-	got, err := readEpochCheckpoint(l.epochs.path)
+	got, err := readEpochCheckpoint(osFS{}, l.epochs.path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		if p < limit {
 			stop = true
 		}
-		out.Regions = append(out.Regions, record.FileRegion{File: s.f, Pos: pos, Len: p, Resident: resident(i, pos)})
+		out.Regions = append(out.Regions, record.FileRegion{File: s.f.OSFile(), Pos: pos, Len: p, Resident: resident(i, pos)})
 		out.Len += p
 		budget -= p
 		if stop || budget <= 0 {

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -19,6 +20,10 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 		l.mu.RUnlock()
 		return 0, ErrClosed
 	}
+	if err := l.health.check(); err != nil {
+		l.mu.RUnlock()
+		return 0, err // offline dir: nothing is renamed or written in it (logdir_failure.go)
+	}
 	cfg := l.cfg
 	n := l.segs.deletable(cfg, now.UnixMilli(), l.leo, l.hw, l.logStart)
 	all := n == len(l.segs)
@@ -36,9 +41,16 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	l.mu.Lock()
 	dead := l.segs[:n]
 	l.segs = append(segmentList(nil), l.segs[n:]...)
+	var failed error
 	for _, s := range dead {
 		l.log.WithFields(logrus.Fields{"segment": s.logPath(), "size": s.size}).Info("deleting segment by retention")
-		s.markDeleted(cfg.FileDeleteDelay)
+		if failed != nil {
+			s.f.Close() // not renamed after a failed rename: the next load finds it again
+			continue
+		}
+		if err := s.markDeleted(cfg.FileDeleteDelay); err != nil {
+			failed = l.health.failed(fmt.Errorf("logstore: deleting segment %s: %w", s.logPath(), err))
+		}
 	}
 	if l.segs[0].base > l.logStart {
 		l.logStart = l.segs[0].base
@@ -50,11 +62,11 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	epochs := l.epochs.snapshot()
 	l.mu.Unlock()
 	if changed {
-		if err := l.epochs.persist(epochs); err != nil {
-			return n, err
+		if err := l.epochs.persist(epochs); err != nil && failed == nil {
+			failed = l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint of %s: %w", l.dir, err))
 		}
 	}
-	return n, nil
+	return n, failed
 }
 
 // deletable is the number of leading segments retention deletes (deletableSegments): a

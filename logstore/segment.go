@@ -103,7 +103,8 @@ func (s *indexState) maybeAppendTime(base int64) {
 type segment struct {
 	base    int64
 	dir     string
-	f       *os.File
+	fs      FS // nil: the OS FS (fs.go)
+	f       File
 	size    int64
 	ix      indexState
 	created time.Time // time of the first append (or of loading), for log.roll.ms
@@ -121,6 +122,9 @@ type segment struct {
 	noIndexFiles bool
 }
 
+// fsys is the segment's FS (fs.go).
+func (s *segment) fsys() FS { return fsOr(s.fs) }
+
 func (s *segment) logPath() string { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
 func (s *segment) indexPath() string {
 	return filepath.Join(s.dir, segmentName(s.base)+indexSuffix)
@@ -130,15 +134,20 @@ func (s *segment) timeIndexPath() string {
 }
 
 // createSegment creates an empty segment file (replacing a stale one) and drops stale indexes.
-func createSegment(dir string, base int64, now time.Time) (*segment, error) {
-	s := &segment{base: base, dir: dir, ix: newIndexState(base), created: now}
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+func createSegment(fsys FS, dir string, base int64, now time.Time) (*segment, error) {
+	s := &segment{base: base, dir: dir, fs: fsys, ix: newIndexState(base), created: now}
+	f, err := s.fsys().OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	s.f = f
-	os.Remove(s.indexPath())
-	os.Remove(s.timeIndexPath())
+	// stale indexes must go: one left behind would be loaded as this segment's
+	for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+		if err := s.fsys().Remove(p); err != nil && !os.IsNotExist(err) {
+			f.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -274,8 +283,8 @@ func scanSegment(r io.ReaderAt, size, base, startPos, startOffset int64, ix inde
 
 // loadOffsetIndex reads a `.index` file and checks it against the segment (entries rising,
 // positions inside the log). ok is false when it is missing or inconsistent.
-func loadOffsetIndex(path string, logSize int64) ([]offsetEntry, bool) {
-	data, err := os.ReadFile(path)
+func loadOffsetIndex(fsys FS, path string, logSize int64) ([]offsetEntry, bool) {
+	data, err := readFileFS(fsys, path)
 	if err != nil || len(data)%offsetEntrySize != 0 {
 		return nil, false
 	}
@@ -297,8 +306,8 @@ func loadOffsetIndex(path string, logSize int64) ([]offsetEntry, bool) {
 }
 
 // loadTimeIndex reads a `.timeindex` file; ok is false when missing or inconsistent.
-func loadTimeIndex(path string) ([]timeEntry, bool) {
-	data, err := os.ReadFile(path)
+func loadTimeIndex(fsys FS, path string) ([]timeEntry, bool) {
+	data, err := readFileFS(fsys, path)
 	if err != nil || len(data)%timeEntrySize != 0 {
 		return nil, false
 	}
@@ -339,8 +348,8 @@ func encodeTimeEntries(es []timeEntry) []byte {
 
 // writeIndexTail writes entries [from, ...) of an index at their offset in the file,
 // truncating anything after them, and optionally fsyncs.
-func writeIndexTail(path string, data []byte, at int64, sync bool) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+func writeIndexTail(fsys FS, path string, data []byte, at int64, sync bool) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
@@ -372,15 +381,15 @@ func (s *segment) persistIndexes(idx []offsetEntry, tidx []timeEntry, sync bool)
 	}
 	// An empty segment without index files (a log that never got a record) has nothing to
 	// persist: no files to create and fsync, which made closing thousands of new logs slow.
-	if len(idx) == 0 && len(tidx) == 0 && s.size == 0 && (s.noIndexFiles || !fileExists(s.indexPath()) && !fileExists(s.timeIndexPath())) {
+	if len(idx) == 0 && len(tidx) == 0 && s.size == 0 && (s.noIndexFiles || !fileExists(s.fsys(), s.indexPath()) && !fileExists(s.fsys(), s.timeIndexPath())) {
 		return nil
 	}
 	s.noIndexFiles = false
-	if err := writeIndexTail(s.indexPath(), encodeOffsetEntries(idx[s.idxPersisted:]), int64(s.idxPersisted)*offsetEntrySize, sync); err != nil {
+	if err := writeIndexTail(s.fsys(), s.indexPath(), encodeOffsetEntries(idx[s.idxPersisted:]), int64(s.idxPersisted)*offsetEntrySize, sync); err != nil {
 		return err
 	}
 	s.idxPersisted = len(idx)
-	if err := writeIndexTail(s.timeIndexPath(), encodeTimeEntries(tidx[s.tidxPersisted:]), int64(s.tidxPersisted)*timeEntrySize, sync); err != nil {
+	if err := writeIndexTail(s.fsys(), s.timeIndexPath(), encodeTimeEntries(tidx[s.tidxPersisted:]), int64(s.tidxPersisted)*timeEntrySize, sync); err != nil {
 		return err
 	}
 	s.tidxPersisted = len(tidx)
@@ -388,18 +397,24 @@ func (s *segment) persistIndexes(idx []offsetEntry, tidx []timeEntry, sync bool)
 }
 
 // markDeleted closes the segment and renames its files with the `.deleted` suffix; the
-// files are removed after delay (file.delete.delay.ms).
-func (s *segment) markDeleted(delay time.Duration) {
+// files are removed after delay (file.delete.delay.ms). A rename that fails (but for a file
+// that does not exist) stops it with that error: an I/O error on the dir (KIP-112).
+func (s *segment) markDeleted(delay time.Duration) error {
 	if s.f != nil {
 		s.f.Close()
 	}
 	var renamed []string
+	var err error
 	for _, p := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
-		if err := os.Rename(p, p+deletedSuffix); err == nil {
+		if rerr := s.fsys().Rename(p, p+deletedSuffix); rerr == nil {
 			renamed = append(renamed, p+deletedSuffix)
+		} else if !os.IsNotExist(rerr) {
+			err = rerr
+			break
 		}
 	}
-	removeAfter(renamed, delay)
+	removeAfter(s.fsys(), renamed, delay)
+	return err
 }
 
 // lastOffset scans the segment for its last batch's last offset (s non-empty).
@@ -444,7 +459,7 @@ func (s *segment) firstBatchMaxTimestamp() int64 {
 func (s *segment) lastModified() int64 { return fileModTime(s.f) }
 
 // fileModTime is f's last modification time in Unix milliseconds (0 when it cannot be read).
-func fileModTime(f *os.File) int64 {
+func fileModTime(f File) int64 {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/sirupsen/logrus"
 )
@@ -12,6 +13,9 @@ import (
 func (l *Log) MaybeIncrementLogStartOffset(offset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	if l.health.check() != nil {
+		return // offline dir: nothing is written to it again (logdir_failure.go)
+	}
 	l.mu.Lock()
 	if offset > l.leo {
 		offset = l.leo
@@ -26,7 +30,7 @@ func (l *Log) MaybeIncrementLogStartOffset(offset int64) {
 	l.mu.Unlock()
 	if changed {
 		if err := l.epochs.persist(epochs); err != nil {
-			l.log.WithError(err).Error("writing leader-epoch-checkpoint")
+			_ = l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint of %s: %w", l.dir, err)) // offline (KIP-112)
 		}
 	}
 }
@@ -162,7 +166,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return err
 	}
 	if err := l.epochs.persist(nil); err != nil {
-		return err
+		return l.health.failed(fmt.Errorf("logstore: writing leader-epoch-checkpoint of %s: %w", l.dir, err)) // offline (KIP-112)
 	}
 	if l.checkpointOffsets != nil {
 		return l.checkpointOffsets()
@@ -184,18 +188,27 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return ErrClosed
 	}
 	l.cleaning.abort(offset)
+	var err error
 	for _, s := range l.segs {
-		s.markDeleted(0)
+		if err == nil {
+			err = s.markDeleted(0)
+		} else if s.f != nil {
+			s.f.Close() // kept: a crash leaves a suffix of the log, and so does a failed rename
+		}
 	}
 	l.segs = nil
 	l.recent = nil
-	s, err := createSegment(l.dir, offset, l.now())
+	var s *segment
+	if err == nil {
+		s, err = createSegment(l.fs, l.dir, offset, l.now())
+	}
 	if err != nil {
-		// no segment left: the log is failed (its old files are `.deleted`, removed at the next open)
+		// no segment left: the log is failed (its old files are `.deleted`, removed at the next
+		// open) and its dir offline (an I/O error on it, KIP-112)
 		l.log.WithError(err).Error("marking the log failed: no segment after a full truncation")
 		l.closed = true
 		l.cleaning.gen++
-		return err
+		return l.health.failed(fmt.Errorf("logstore: truncating %s fully: %w", l.dir, err))
 	}
 	l.segs = []*segment{s}
 	l.producers = producerState{}

@@ -51,12 +51,12 @@ type PreparedTruncation struct {
 	noop   bool  // offset >= LEO: only the epoch cache is truncated
 	full   bool  // offset <= the first segment's base: the log restarts empty at offset
 	seg    *segment
-	src    *os.File // seg.f as prepared
-	pos    int64    // bytes of seg kept (the swap file's size)
-	base   int64    // X: the base of the swap file; segments at or above it are replaced
+	src    File  // seg.f as prepared
+	pos    int64 // bytes of seg kept (the swap file's size)
+	base   int64 // X: the base of the swap file; segments at or above it are replaced
 	newLEO int64
-	path   string   // the `.truncate.cleaned` file
-	nf     *os.File // its descriptor, open
+	path   string // the `.truncate.cleaned` file
+	nf     File   // its descriptor, open
 	done   bool
 }
 
@@ -140,7 +140,7 @@ func (p *PreparedTruncation) copyKept() error {
 			p.nf.Close()
 			p.nf = nil
 		}
-		os.Remove(p.path)
+		l.fs.Remove(p.path)
 		// The log is as it was, but its dir failed a write (ENOSPC, EIO): the dir goes
 		// offline as after any I/O error on it (KIP-112, docs/kafka-facts.md §12).
 		return l.health.failed(fmt.Errorf("logstore: truncating %s to %d: %w", l.dir, p.offset, err))
@@ -148,7 +148,7 @@ func (p *PreparedTruncation) copyKept() error {
 	if err := l.truncStep("create"); err != nil {
 		return fail(err)
 	}
-	nf, err := os.OpenFile(p.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	nf, err := l.fs.OpenFile(p.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fail(err)
 	}
@@ -177,7 +177,7 @@ func (p *PreparedTruncation) discard() {
 	if p.nf != nil {
 		p.nf.Close()
 		p.nf = nil
-		os.Remove(p.path)
+		p.l.fs.Remove(p.path)
 	}
 }
 
@@ -220,7 +220,7 @@ func (p *PreparedTruncation) commit() error {
 	}
 	swap := filepath.Join(l.dir, segmentName(p.base)+logSuffix+truncSwapSuffix)
 	if err := l.truncStep("commit"); err == nil {
-		err = os.Rename(p.path, swap)
+		err = l.fs.Rename(p.path, swap)
 		if err != nil {
 			p.discard()
 			return l.health.failed(fmt.Errorf("logstore: truncating %s to %d: %w", l.dir, p.offset, err))
@@ -240,7 +240,7 @@ func (p *PreparedTruncation) commit() error {
 	l.mu.Lock()
 	p.switchTail()
 	l.mu.Unlock()
-	removeAfter(deleted, l.Config().FileDeleteDelay)
+	removeAfter(l.fs, deleted, l.Config().FileDeleteDelay)
 	if ferr == nil {
 		ferr = p.persistOffsets()
 	}
@@ -262,7 +262,7 @@ func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 	if err := l.truncStep("commitSync"); err != nil {
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return nil, err
 	}
 	l.mu.RLock()
@@ -279,7 +279,7 @@ func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 			return deleted, err
 		}
 		for _, f := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
-			if err := os.Rename(f, f+deletedSuffix); err == nil {
+			if err := l.fs.Rename(f, f+deletedSuffix); err == nil {
 				deleted = append(deleted, f+deletedSuffix)
 			} else if !os.IsNotExist(err) {
 				return deleted, err
@@ -290,13 +290,13 @@ func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 	if err := l.truncStep("final"); err != nil {
 		return deleted, err
 	}
-	if err := os.Rename(swap, final); err != nil {
+	if err := l.fs.Rename(swap, final); err != nil {
 		return deleted, err
 	}
 	if err := l.truncStep("finalSync"); err != nil {
 		return deleted, err
 	}
-	return deleted, syncDir(l.dir)
+	return deleted, syncDir(l.fs, l.dir)
 }
 
 // switchTail (mu held for writing) makes the log the truncated one: the segments at or above
@@ -324,7 +324,7 @@ func (p *PreparedTruncation) switchTail() {
 		ns.ix.tidx = ns.ix.tidx[:kt:kt]
 		ns.resetIndexState(interval)
 	} else {
-		ns = &segment{base: p.base, dir: l.dir, f: p.nf, ix: newIndexState(p.base), created: l.now(), noIndexFiles: true}
+		ns = &segment{base: p.base, dir: l.dir, fs: l.fs, f: p.nf, ix: newIndexState(p.base), created: l.now(), noIndexFiles: true}
 	}
 	ns.idxPersisted, ns.tidxPersisted = 0, 0 // the index files went with the old segment
 	p.nf = nil
@@ -395,7 +395,16 @@ func (l *Log) markFailed(err error) {
 // It moves both files' positions: src is the file being replaced, whose readers and appends all
 // use explicit offsets (ReadAt, sendfile with an offset, WriteAt), and only a truncation, which
 // holds the log's truncMu, moves its position.
-func copyPrefix(dst, src *os.File, n int64) error {
+func copyPrefix(dstFile, srcFile File, n int64) error {
+	dst, src := directOSFile(dstFile), directOSFile(srcFile)
+	if dst == nil || src == nil {
+		// a File that is not the OS FS's (the tests' error FS): through its ReadAt and WriteAt
+		got, err := io.Copy(io.NewOffsetWriter(dstFile, 0), io.NewSectionReader(srcFile, 0, n))
+		if err == nil && got < n {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
 	if _, err := dst.Seek(0, io.SeekStart); err != nil {
 		return err
 	}

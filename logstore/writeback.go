@@ -173,7 +173,7 @@ func (l *Log) writebackLocked(seg *segment, now time.Time) {
 	}
 	if end >= 0 {
 		end = min(end, seg.size) &^ (writebackPage - 1)
-		if end > seg.writebackFrom && l.writeback.add(seg.f, seg.writebackFrom, end-seg.writebackFrom) {
+		if end > seg.writebackFrom && l.writeback.add(seg.f.OSFile(), seg.writebackFrom, end-seg.writebackFrom) {
 			seg.writebackFrom = end
 		}
 	}

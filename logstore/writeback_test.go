@@ -57,7 +57,7 @@ func TestAppendsStartWritebackOfDataOlderThanTheLag(t *testing.T) {
 	rs := waitRanges(1)
 	first := l.segs.active() // one segment: 1 GiB by default
 	want1 := int64(len(batch)) &^ (writebackPage - 1)
-	if r := rs[0]; r.f != first.f || r.off != 0 || r.n != want1 {
+	if r := rs[0]; r.f != first.f.OSFile() || r.off != 0 || r.n != want1 {
 		t.Fatalf("first range [%d, +%d), want [0, +%d) (the first batch's whole pages)", r.off, r.n, want1)
 	}
 	clock.Advance(writebackLag)
@@ -256,7 +256,7 @@ func TestRolledSegmentFlushWaitsForWritebackStart(t *testing.T) {
 	mustAppend(t, l, testBatch{valueSize: 100}.build(), 0)
 	target := l.LogEndOffset()
 	before := l.RecoveryPoint()
-	l.writeback.add(l.segs.active().f, 0, 4096)
+	l.writeback.add(l.segs.active().f.OSFile(), 0, 4096)
 	<-inStart
 	l.flusher.flushAsync(target)
 	done := make(chan struct{})
