@@ -107,3 +107,44 @@ func TestSASLPlaintextListener(t *testing.T) {
 		t.Fatalf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }
+
+// TestSASLInterBrokerListener: the brokers talk to each other over SASL_PLAINTEXT with PLAIN
+// (inter.broker.listener.name, sasl.mechanism.inter.broker.protocol, the broker's own username
+// and password from the listener's JAAS entry, docs/sasl.md §7): the controller's requests and
+// the followers' fetches authenticate, so an RF=3 topic with min.insync.replicas=3 takes
+// acks=all writes and keeps its full ISR. A PLAINTEXT listener stays for the test's own client.
+func TestSASLInterBrokerListener(t *testing.T) {
+	overrides := map[int32]map[string]string{}
+	for id := int32(1); id <= 3; id++ {
+		saslPort, err := cluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		overrides[id] = map[string]string{
+			"listeners":                            fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://127.0.0.1:%d", cluster.AddrToken, saslPort),
+			"inter.broker.listener.name":           "SASL_PLAINTEXT",
+			"sasl.enabled.mechanisms":              "PLAIN",
+			"sasl.mechanism.inter.broker.protocol": "PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+				`username="broker" password="broker-pw" user_broker="broker-pw";`,
+		}
+	}
+	c := cluster.Start(t, cluster.Options{Brokers: 3, BrokerOverrides: overrides})
+	c.CreateTopicWithConfigs("ib", 1, 3, map[string]string{"min.insync.replicas": "3"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	cluster.WaitFor(t, 30*time.Second, func() (bool, string) {
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ib", Value: []byte("x")}).FirstErr()
+		return err == nil, fmt.Sprintf("acks=all with min.insync.replicas=3 over SASL replication: %v", err)
+	})
+	for i := 0; i < 20; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "ib", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatalf("acks=all record %d: %v", i, err)
+		}
+	}
+	st, err := c.ZK.PartitionState("ib", 0)
+	if err != nil || len(st.ISR) != 3 {
+		t.Fatalf("ISR after acks=all writes over SASL replication: %+v %v", st, err)
+	}
+}
