@@ -230,7 +230,7 @@ func (l *Log) checkCorruption(err error) error {
 	now := l.now().UnixNano()
 	if last := l.corruptLogged.Load(); now-last >= int64(corruptionLogEvery) && l.corruptLogged.CompareAndSwap(last, now) {
 		l.log.WithFields(logrus.Fields{
-			"segment": ce.path, "segmentBaseOffset": ce.base, "position": ce.pos, "error": ce.cause.Error(),
+			"segment": ce.path, "baseOffset": ce.base, "validSize": ce.pos, "error": ce.cause.Error(),
 		}).Error("corrupt batch below the recovery point: not served; the recovery point is lowered to the segment and the log dir taken offline, so the next start recovers the segment")
 	}
 	out := l.health.failed(ce)
