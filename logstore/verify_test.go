@@ -33,17 +33,27 @@ func corruptFixture(t *testing.T) ([]string, Config, TopicPartition) {
 	return dirs, cfg, tp
 }
 
-// flipByte flips a bit of the byte at fraction at of the file.
+// flipByte flips a bit of the last value byte (inside the records, under the CRC) of the batch that
+// holds the byte at fraction at of the segment file.
 func flipByte(t *testing.T, path string, at float64) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[int(float64(len(data))*at)] ^= 0x10
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
+	target := int(float64(len(data)) * at)
+	for pos := 0; pos+batchHeaderSize <= len(data); {
+		end := pos + parseHeader(data[pos:]).Size()
+		if end > target {
+			data[end-2] ^= 0x01 // the last value byte of the last record
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		pos = end
 	}
+	t.Fatalf("%s: no batch at byte %d", path, target)
 }
 
 // badCRC reports whether the whole batches of b include one whose CRC does not match.
@@ -199,5 +209,42 @@ func TestSegmentVerifyRanges(t *testing.T) {
 	v.addLocked(40, 100)
 	if !v.complete.Load() {
 		t.Fatalf("not complete: %v", v.done)
+	}
+}
+
+// TestCleanerRefusesUnverifiedCorruptBatch: the cleaner reads segments directly; a bad batch in
+// a segment loaded without recovery fails the cleaning instead of being rewritten with a
+// fresh CRC (which would hide it from every later check).
+func TestCleanerRefusesUnverifiedCorruptBatch(t *testing.T) {
+	clock := newFakeClock()
+	cfg := compactConfig()
+	l := newCompactLog(t, cfg, clock)
+	fillKeys(t, l, 300, 20, clock.Now().UnixMilli(), 1)
+	dir := l.Dir()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	flipByte(t, seg, 0.5)
+	lg, _ := testLogger()
+	l2, err := openLog(loadParams{tp: l.TopicPartition(), dir: dir, cfg: cfg, recoveryPoint: 300,
+		logStart: -1, hw: -1, clean: true, log: lg, now: clock.Now, configured: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	l2.SetHighWatermark(l2.LogEndOffset())
+	if n := l2.Unverified(); n == 0 {
+		t.Fatalf("fixture: no unverified segment")
+	}
+	if _, err := cleanOnce(t, l2, clock.Now()); err == nil {
+		t.Fatalf("cleaned a segment holding a corrupt batch (%d unverified segments, LEO %d)", l2.Unverified(), l2.LogEndOffset())
+	}
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !badCRC(data) {
+		t.Fatal("the corrupt batch was rewritten with a valid CRC")
 	}
 }
