@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/isrbroker/isrbroker/tests/cluster"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Row 20, corruption below the recovery point on the leader (issue 28; docs/design.md,
@@ -23,7 +25,8 @@ import (
 // recovery-point-offset-checkpoint: every segment is recovered at load. Pass: no batch with a
 // bad CRC reaches a consumer (franz-go checks each batch's CRC) or lies in any replica's log at
 // the end (checked directly, cluster.ReadPartitionBatches), and every acknowledged record is
-// still readable (L) with the replicas identical below the HW (R).
+// still readable (L), also through each replica made leader in turn, with the replicas
+// identical below the HW (R).
 func TestFault20_CorruptBelowRecoveryPoint(t *testing.T) {
 	fullMatrix(t)
 	s := startScenarioWith(t, "20-corrupt-below-recovery-point", scenarioOptions{
@@ -93,6 +96,76 @@ func TestFault20_CorruptBelowRecoveryPoint(t *testing.T) {
 	for _, id := range s.assignment[0] {
 		if _, err := cluster.ReadPartitionBatches(s.c.PartitionDir(id, s.topic, 0)); err != nil {
 			t.Errorf("broker %d partition 0: %v", id, err)
+		}
+	}
+	readFromEveryReplica(t, s)
+}
+
+// readFromEveryReplica makes each replica of partition 0 its leader in turn (the replica first
+// in the assignment, then a preferred election) and consumes the partition from the start
+// through it: every acknowledged record is there, and franz-go refuses any batch whose CRC does
+// not match (the read then fails).
+func readFromEveryReplica(t *testing.T, s *scenario) {
+	t.Helper()
+	acked := map[string]bool{}
+	s.all.mu.Lock()
+	for _, a := range s.all.acks {
+		if a.Partition == 0 {
+			acked[a.Value] = true
+		}
+	}
+	s.all.mu.Unlock()
+	adm := s.c.Admin()
+	for _, r := range s.assignment[0] {
+		order := []int32{r}
+		for _, o := range s.assignment[0] {
+			if o != r {
+				order = append(order, o)
+			}
+		}
+		req := kadm.AlterPartitionAssignmentsReq{}
+		req.Assign(s.topic, 0, order)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := adm.AlterPartitionAssignments(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("reordering partition 0's replicas to %v: %v", order, err)
+		}
+		ok, msg := cluster.Poll(waitLong, func() (bool, string) {
+			st, err := s.c.PartitionState(s.topic, 0)
+			if err == nil && st.Leader == r {
+				return true, ""
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, eerr := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{s.topic: {0: {}}})
+			return false, fmt.Sprintf("leader %d (%v), election: %v", st.Leader, err, eerr)
+		})
+		if !ok {
+			t.Errorf("broker %d never led partition 0: %s", r, msg)
+			continue
+		}
+		recs, err := readAll(s.c, s.topic, topicPartitions, time.Now().Add(readableWithin))
+		if err != nil {
+			t.Errorf("reading through leader %d: %v", r, err)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, rec := range recs {
+			if rec.Partition == 0 {
+				seen[rec.Value] = true
+			}
+		}
+		missing := 0
+		for v := range acked {
+			if !seen[v] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Errorf("through leader %d: %d of %d acknowledged records of partition 0 missing", r, missing, len(acked))
+		} else {
+			t.Logf("through leader %d: all %d acknowledged records of partition 0 read", r, len(acked))
 		}
 	}
 }
