@@ -250,6 +250,9 @@ func forEachBatch(s *segment, f File, startPos, size int64, fn func(b []byte, h 
 		if _, err := io.ReadFull(br, buf[batchHeaderSize:]); err != nil {
 			return fmt.Errorf("logstore: read %s: %w", s.logPath(), err)
 		}
+		if err := s.checkUnverified(buf, pos); err != nil {
+			return err // never rewritten with a fresh CRC (verify.go)
+		}
 		if err := fn(buf, h); err != nil {
 			return err
 		}

@@ -97,6 +97,7 @@ func (ld *logLoader) load(p loadParams) error {
 				}
 				s.idxPersisted, s.tidxPersisted = len(idx), len(tidx)
 				s.flushedSize = s.size
+				s.verify = newSegmentVerify(s.size) // CRC-checked before served (verify.go)
 			} else {
 				ld.log.WithField("segment", s.logPath()).Warn("missing or inconsistent index; rebuilding it by recovering the segment")
 				needsRecovery = true
@@ -127,6 +128,7 @@ func (ld *logLoader) load(p loadParams) error {
 				s.f.Close()
 				return err
 			}
+			s.verify.markVerified(startPos, s.size) // the scan checked them
 		}
 		ld.segs = append(ld.segs, s)
 		if truncated && !last {

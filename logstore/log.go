@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -86,6 +87,9 @@ type Log struct {
 	// health is the log dir's online state (logdir_failure.go), set by the Manager before the
 	// log is published; nil for a standalone log.
 	health *dirHealth
+	// corruptFrom is the base offset of the lowest segment found corrupt below the recovery
+	// point, -1 if none; corruptLogged the last such ERROR's time (verify.go).
+	corruptFrom, corruptLogged atomic.Int64
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -130,6 +134,7 @@ func openLog(p loadParams) (*Log, error) {
 		checkpointOffsets: p.checkpointOffsets,
 	}
 	l.flusher.l = l
+	l.corruptFrom.Store(-1)
 	ld := &logLoader{dir: l.dir, fs: l.fs, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
 	var err error
 	// A directory this call creates is empty: nothing to recover, no leftovers, no checkpoint
@@ -214,6 +219,11 @@ func (l *Log) SetHighWatermark(hw int64) {
 // followers pass the LEO, which no stored batch reaches. startOffset below the log start or above the LEO is ErrOffsetOutOfRange;
 // startOffset == LEO returns no bytes.
 func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	b, err := l.read(startOffset, maxBytes, maxOffset, minOneBatch)
+	return b, l.checkCorruption(err) // a bad batch below the recovery point (verify.go)
+}
+
+func (l *Log) read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {

@@ -37,6 +37,10 @@ type dirHealth struct {
 	report  func(dir string) // the Manager's failure channel
 	log     logrus.FieldLogger
 
+	// corruptionCheckpoint writes the dir's lowered recovery points after a corrupt batch
+	// (verify.go); nil for a standalone log.
+	corruptionCheckpoint func() error
+
 	// syncFile is the fsync of segment files; tests substitute a failing one (the only seam).
 	syncFile func(File) error
 }
@@ -137,7 +141,8 @@ func (m *Manager) newDirHealth() {
 	m.health = make(map[string]*dirHealth, len(m.dirs))
 	m.failures = make(chan string, len(m.dirs)) // each dir is reported at most once: never blocks
 	for _, d := range m.dirs {
-		m.health[d] = &dirHealth{path: d, log: m.log, report: func(dir string) { m.failures <- dir }}
+		m.health[d] = &dirHealth{path: d, log: m.log, report: func(dir string) { m.failures <- dir },
+			corruptionCheckpoint: func() error { return m.writeCorruptionCheckpoint(d) }}
 	}
 }
 

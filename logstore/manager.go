@@ -703,6 +703,7 @@ func (m *Manager) RunBackground(ctx context.Context, retentionCheck, checkpointI
 	}
 	flushC, stop3 := tick(flushEvery)
 	defer stop3()
+	go m.runScrub(ctx) // segments loaded without recovery (scrub.go)
 	for {
 		select {
 		case <-ctx.Done():

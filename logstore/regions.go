@@ -15,6 +15,14 @@ import (
 // deleted, truncated or closed before it is sent fails to send (record.ErrShortFile, or a
 // closed file).
 func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (record.FileRecords, error) {
+	fr, err := l.readRegions(startOffset, maxBytes, maxOffset, minOneBatch)
+	if err = l.checkCorruption(err); err != nil { // a bad batch below the recovery point (verify.go)
+		return record.FileRecords{}, err
+	}
+	return fr, nil
+}
+
+func (l *Log) readRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (record.FileRecords, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -137,6 +145,9 @@ func (sl segmentList) readRegions(startOffset, budget, maxOffset, leo int64, min
 		}
 		if p < limit {
 			stop = true
+		}
+		if err := s.verifyRange(pos, p); err != nil {
+			return out, err // a segment loaded without recovery: checked before served (verify.go)
 		}
 		out.Regions = append(out.Regions, record.FileRegion{File: s.f.OSFile(), Pos: pos, Len: p, Resident: resident(i, pos)})
 		out.Len += p

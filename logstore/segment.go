@@ -120,6 +120,9 @@ type segment struct {
 	// new directory and none was written since), so persisting nothing needs no look at the
 	// file system. False means unknown.
 	noIndexFiles bool
+	// verify: the segment was loaded without recovery, so its batches are CRC-checked before
+	// they are served (verify.go); nil: written or recovered by this process.
+	verify *segmentVerify
 }
 
 // fsys is the segment's FS (fs.go).
