@@ -3,6 +3,7 @@ package admintool
 import (
 	"bytes"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -288,4 +289,40 @@ func testACLsZooKeeper(t *testing.T, e aclsZK) {
 			t.Fatal("--resource-pattern-type match left the literal pattern")
 		}
 	})
+}
+
+func TestACLsCommandConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	props, err := readProperties(write("a.properties", "# admin\n! also a comment\nclient.id = tool\nsecurity.protocol:SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n  username=\"admin\" password=\"s=cret\";\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props["client.id"] != "tool" || props["security.protocol"] != "SASL_PLAINTEXT" || !strings.Contains(props["sasl.jaas.config"], `password="s=cret";`) {
+		t.Fatalf("properties %q", props)
+	}
+	for _, tc := range []struct{ content, want string }{
+		{"security.protocol=PLAINTEXT\n", ""},
+		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"a\" password=\"b\";\n", ""},
+		{"security.protocol=SSL\n", "security.protocol=SSL is not supported by isrbroker acls"},
+		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n", "sasl.jaas.config"},
+		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n", "sasl.mechanism=GSSAPI is not supported"},
+	} {
+		_, err := commandConfigOpts(write("c.properties", tc.content))
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: error %v, want %q", tc.content, err, tc.want)
+		}
+	}
+	mustFail(t, run("acls", "--bootstrap-server", "127.0.0.1:1", "--command-config", dir+"/missing.properties", "--list"), 1, "cannot read --command-config")
+	start := time.Now()
+	mustFail(t, run("acls", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "1s"), 1, "127.0.0.1:1")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("an unreachable broker took %v", d)
+	}
 }
