@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/sirupsen/logrus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -84,6 +85,10 @@ type zkACLs struct {
 func (z *zkACLs) close() { z.closer() }
 
 func (z *zkACLs) err(err error) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		// The ACL paths are created as needed; only a missing chroot is left.
+		return failf("ZooKeeper at %s: %s (does the chroot exist? a broker creates it when it first starts)", z.connect, clean(err))
+	}
 	return failf("ZooKeeper at %s: %s", z.connect, clean(err))
 }
 

@@ -137,6 +137,22 @@ func TestACLsZooKeeper(t *testing.T) {
 	})
 }
 
+// A chroot no broker has created yet: the error says so, and nothing is created.
+func TestACLsZooKeeperMissingChroot(t *testing.T) {
+	srv := zktest.Start(t)
+	e := newEnv(t, srv, "")
+	mustFail(t, run("acls", "--authorizer-properties", "zookeeper.connect="+srv.Addr+"/fresh", "--add", "--allow-principal", "User:a", "--topic", "t"), 1,
+		"node does not exist (does the chroot exist? a broker creates it when it first starts)")
+	if ok, _, _ := e.raw.Exists("/fresh"); ok {
+		t.Fatal("the chroot was created")
+	}
+	// Without a chroot, ACLs may be written before any broker registered (as kafka-acls.sh does).
+	mustOK(t, run("acls", "--authorizer-properties", "zookeeper.connect="+srv.Addr, "--add", "--allow-principal", "User:a", "--topic", "t"))
+	if d, _, err := e.raw.Get("/kafka-acl/Topic/t"); err != nil || !strings.Contains(string(d), `"operation":"All"`) {
+		t.Fatalf("znode %s (%v)", d, err)
+	}
+}
+
 // Through ZooKeeper (Kafka 2.4's default path): --add writes Kafka's znodes and JSON with a
 // change notification, a broker's authorizer (loaded before, watching) follows every write;
 // --producer/--consumer expand to their operations, prefixed patterns go to the extended store,
