@@ -126,6 +126,19 @@ func aclsAction(c *cli.Context) error {
 			return err
 		}
 	}
+	if c.Bool("add") {
+		// Every ACL is checked before anything is written (CreateAcls' checks).
+		for _, t := range targets {
+			if len(t.entries) == 0 {
+				return failf("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
+			}
+			for _, e := range t.entries {
+				if err := (acl.Binding{Resource: t.filter, Entry: e}).Validate(); err != nil {
+					return failf("cannot add %s to %s: %s", entryString(e), patternString(t.filter), strings.TrimPrefix(err.Error(), "acl: "))
+				}
+			}
+		}
+	}
 	var listPrincipals []string
 	for _, p := range c.StringSlice("principal") {
 		p = strings.TrimSpace(p)
@@ -144,11 +157,6 @@ func aclsAction(c *cli.Context) error {
 	out := c.App.Writer
 	switch {
 	case c.Bool("add"):
-		for _, t := range targets {
-			if len(t.entries) == 0 {
-				return failf("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-			}
-		}
 		for _, t := range targets {
 			fmt.Fprintf(out, "Adding ACLs for resource `%s`: \n %s \n\n", patternString(t.filter), entriesString(t.entries))
 			if err := b.create(c, t.filter, t.entries); err != nil {

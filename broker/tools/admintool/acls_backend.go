@@ -93,11 +93,6 @@ func (z *zkACLs) err(err error) error {
 }
 
 func (z *zkACLs) create(_ *cli.Context, r acl.Resource, entries []acl.Entry) error {
-	for _, e := range entries {
-		if err := (acl.Binding{Resource: r, Entry: e}).Validate(); err != nil {
-			return failf("cannot add %s to %s: %s", entryString(e), patternString(r), strings.TrimPrefix(err.Error(), "acl: "))
-		}
-	}
 	_, err := z.store.Update(r, func(cur []acl.Entry) []acl.Entry { return append(cur, entries...) })
 	if err != nil {
 		return z.err(err)
