@@ -24,8 +24,9 @@ var ErrNoCluster = errors.New("zkcoord: no cluster found (no /brokers/ids znode;
 // Session is an operator tool's ZooKeeper session with the admin API over it: only the
 // reads and the admin writes, no registration, agents or controller (Connect).
 type Session struct {
-	Reader *Reader // set by Connect, never replaced
-	Admin  *Admin  // marks topics for deletion whatever the brokers' delete.topic.enable says
+	Reader *Reader   // set by Connect, never replaced
+	Admin  *Admin    // marks topics for deletion whatever the brokers' delete.topic.enable says
+	ACLs   *ACLStore // the ACL znodes (docs/acls.md), as Kafka's kafka-acls.sh writes them
 
 	conn     *zkclient.Client
 	log      logrus.FieldLogger
@@ -44,6 +45,17 @@ type Session struct {
 // /brokers/ids. Admin may mark topics for deletion (Kafka's TopicCommand writes
 // /admin/delete_topics/<t> whatever the brokers' delete.topic.enable says).
 func Connect(ctx context.Context, connect string, timeout time.Duration, log logrus.FieldLogger) (*Session, error) {
+	return dial(ctx, connect, timeout, log, true)
+}
+
+// ConnectWithoutCluster is Connect without the /brokers/ids check: ACLs may be written before
+// the first broker registers, as Kafka's kafka-acls.sh writes them through its own authorizer
+// whatever the chroot holds. It still creates nothing until the caller writes.
+func ConnectWithoutCluster(ctx context.Context, connect string, timeout time.Duration, log logrus.FieldLogger) (*Session, error) {
+	return dial(ctx, connect, timeout, log, false)
+}
+
+func dial(ctx context.Context, connect string, timeout time.Duration, log logrus.FieldLogger, requireCluster bool) (*Session, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
@@ -72,6 +84,7 @@ func Connect(ctx context.Context, connect string, timeout time.Duration, log log
 	}
 	s.Reader = NewReader(s.conn, s.log)
 	s.Admin = New(s.conn, s.Reader, true, s.log)
+	s.ACLs = NewACLStore(s.conn)
 	s.wg.Add(1)
 	go s.sessionLoop()
 	tctx, cancel := context.WithTimeout(ctx, timeout)
@@ -81,6 +94,9 @@ func Connect(ctx context.Context, connect string, timeout time.Duration, log log
 	case <-tctx.Done():
 		s.Close()
 		return nil, fmt.Errorf("%w with %s within %v", zkclient.ErrNoSession, connect, timeout)
+	}
+	if !requireCluster {
+		return s, nil
 	}
 	ok, _, err := s.conn.Exists(zkdata.PathBrokerIDs)
 	if err != nil {

@@ -79,10 +79,10 @@ func clean(err error) string {
 	return oneLine(s)
 }
 
-// Commands returns the `topics`, `cluster`, `leader-election`, `reassign-partitions` and
-// `consumer-groups` commands.
+// Commands returns the `topics`, `cluster`, `leader-election`, `reassign-partitions`,
+// `consumer-groups`, `configs`, `delete-records`, `log-dirs` and `acls` commands.
 func Commands() []*cli.Command {
-	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand(), consumerGroupsCommand(), configsCommand(), deleteRecordsCommand(), logDirsCommand()}
+	return []*cli.Command{topicsCommand(), clusterCommand(), electionCommand(), reassignCommand(), consumerGroupsCommand(), configsCommand(), deleteRecordsCommand(), logDirsCommand(), aclsCommand()}
 }
 
 // zkFlags returns fresh --zookeeper flags (urfave/cli flags keep per-run state).
