@@ -135,9 +135,14 @@ var errInvalidRecordBody = errors.New("invalid record")
 // walk reads h's records and checks each as Kafka's record iterator and LogValidator do: a
 // record is read whole (a malformed one fails the batch), then, after the last, that nothing
 // follows ("records still remaining"), then chk's checks and its offset delta (0..count-1)
-// name the record (RecordError).
+// name the record (RecordError). Kafka reads an uncompressed batch's records one at a time
+// as it validates them, but decompresses all the records of a compressed batch before it
+// validates any (DefaultRecordBatch.iterator): there a record that does not parse, anywhere,
+// fails the batch before a record is named, so the walk keeps the first named record and
+// reads on.
 func (w *recordWalker) walk(h BatchHeader, baseTs int64, chk recordChecks) (recordSummary, error) {
 	sum := recordSummary{minTimestamp: noTimestamp, maxTimestamp: noTimestamp}
+	var named error // a compressed batch's first refused record
 	count := h.RecordCount
 	logAppendTime := h.Attributes&attrTimestampType != 0
 	for i := int32(0); i < count; i++ {
@@ -232,12 +237,18 @@ func (w *recordWalker) walk(h BatchHeader, baseTs int64, chk recordChecks) (reco
 		if logAppendTime {
 			ts = h.MaxTimestamp // DefaultRecordBatch gives every record of a LogAppendTime batch its maxTimestamp
 		}
+		if named != nil {
+			continue
+		}
 		r := recordFacts{offset: h.BaseOffset + offsetDelta, timestamp: ts, keySize: keyLen, valueSize: valueLen, compressed: w.src != nil}
 		if err := chk.checkRecord(h, i, r, offsetDelta); err != nil {
-			return sum, err
+			if w.src == nil {
+				return sum, err
+			}
+			named = err
 		}
 	}
-	return sum, nil
+	return sum, named
 }
 
 // offset is how many bytes of records have been read.

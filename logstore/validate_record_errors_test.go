@@ -159,12 +159,28 @@ func TestRecordErrorsInKafkasOrder(t *testing.T) {
 	binary.BigEndian.PutUint64(truncated[offBaseTimestamp:], uint64(now))
 	resealCRC(truncated)
 
+	// Record 1 has no key, record 3 is cut short: Kafka validates an uncompressed batch's
+	// records as it reads them (record 1 named), but reads a compressed one's all first (the
+	// batch fails, no record named).
+	keylessThenCut := keyed(4)
+	keylessThenCut[1].key = nil
+	cut := timedBatch(t, codecNone, 0, now, now+3, keylessThenCut)
+	cutRecs := cut[batchHeaderSize : len(cut)-3]
+	cutPlain := rawBatch(cutRecs, 0, 4, 3)
+	cutGzip := rawBatch(compressWith(t, codecGzip, cutRecs), codecGzip, 4, 3)
+	for _, b := range [][]byte{cutPlain, cutGzip} {
+		binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(now))
+		resealCRC(b)
+	}
+
 	cases := []struct {
 		name  string
 		batch []byte
 		want  error
 		index int32 // -1: the batch fails without a RecordError
 	}{
+		{"uncompressed: null key before a later cut record", cutPlain, ErrInvalidRecord, 1},
+		{"compressed: a cut record anywhere before any record is named", cutGzip, ErrInvalidRecord, -1},
 		{"null key before timestamp and offset", timedBatch(t, codecNone, 0, now, now+9000, both), ErrInvalidRecord, 2},
 		{"timestamp before offset", timedBatch(t, codecGzip, 0, now, now+9000, lateAndGap), ErrInvalidTimestamp, 1},
 		{"first bad record named", timedBatch(t, codecLz4, 0, now, now+3, twoBad), ErrInvalidRecord, 1},
