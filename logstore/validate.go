@@ -248,6 +248,13 @@ func (w *recordWalker) walk(h BatchHeader, baseTs int64, chk recordChecks) (reco
 			named = err
 		}
 	}
+	if count <= 0 { // not a produce's batch (validateForLeader refuses it): nothing may follow
+		if more, err := w.more(); err != nil {
+			return sum, err
+		} else if more {
+			return sum, errRecordsLeft
+		}
+	}
 	return sum, named
 }
 
