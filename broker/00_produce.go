@@ -12,7 +12,7 @@ import (
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
 
-// Produce: v3-7 (record batch v2 only; docs/compatibility.md).
+// Produce: v3-8 (record batch v2 only; docs/compatibility.md).
 //
 // Behavior:
 //   - acks outside {0, 1, -1} → INVALID_REQUIRED_ACKS on every partition, nothing appended.
@@ -26,6 +26,13 @@ import (
 //     length, offset delta or compression the records do not bear out, a control batch →
 //     INVALID_RECORD; records decompressing past the bound → MESSAGE_TOO_LARGE. The batch is
 //     stored as received (S1).
+//   - v8 (KIP-467): when the log refused the batch because of one of its records (a null key
+//     on a compacted topic, a timestamp out of range, a LogAppendTime batch, offsets that are
+//     not incremental: Kafka's RecordValidationException), record_errors names it
+//     (batch_index, its index in the one batch; batch_index_error_message null) and
+//     error_message is Kafka's exception message, as Kafka 2.4's appendToLocalLog answers;
+//     every other error, the batch's own included, has no record_errors and a null
+//     error_message, as in Kafka 2.4.
 //   - The rest goes to the replica manager with timeout_ms; it answers NOT_LEADER_OR_FOLLOWER,
 //     UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, NOT_ENOUGH_REPLICAS(_AFTER_APPEND) (K2),
 //     REQUEST_TIMED_OUT, INVALID_TIMESTAMP (message.timestamp.*, docs/live-configs.md §4),
@@ -37,11 +44,10 @@ import (
 //     earlier responses, as Kafka does, so the client notices.
 //
 // Deviations: transactional produce is not special-cased (the replica manager decides);
-// no throttling (throttle_time_ms 0). v8 (KIP-467 record_errors and error_message) and its
-// flexible form v9 are not advertised: an INVALID_RECORD does not name the culprit record.
-// v0-2 (message formats v0/v1) are not served.
+// no throttling (throttle_time_ms 0). v9 (flexible) is not advertised (Kafka 2.4 serves up
+// to v8). v0-2 (message formats v0/v1) are not served.
 
-func init() { regKey(kmsg.Produce, 3, 7, handleProduce) }
+func init() { regKey(kmsg.Produce, 3, 8, handleProduce) }
 
 func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -140,6 +146,19 @@ func produceResponse(req *kmsg.ProduceRequest, results map[rm.TopicPartition]rm.
 			rp.BaseOffset = res.BaseOffset
 			rp.LogAppendTime = res.LogAppendTime
 			rp.LogStartOffset = res.LogStartOffset
+			if req.Version >= 8 {
+				for _, re := range res.RecordErrors {
+					e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					e.RelativeOffset = re.BatchIndex // batch_index
+					if re.Message != "" {
+						e.ErrorMessage = kmsg.StringPtr(re.Message)
+					}
+					rp.ErrorRecords = append(rp.ErrorRecords, e)
+				}
+				if res.ErrorMessage != "" {
+					rp.ErrorMessage = kmsg.StringPtr(res.ErrorMessage)
+				}
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -18,8 +18,11 @@ import (
 //   - a record count that the bytes cannot hold, a record that does not consume exactly its
 //     length, a malformed varint, a negative header count or header key size, records left
 //     after the count or missing before it (InvalidRecordException: INVALID_RECORD);
-//   - offset deltas that are not 0, 1, ..., count-1 in order ("does not have incremental
-//     offsets": INVALID_RECORD);
+//   - per record, in Kafka's order once the record is read (Kafka's RecordValidationException,
+//     which names the record: a *RecordError, validate_errors.go): a null key on a compacted
+//     topic (INVALID_RECORD), a CreateTime timestamp out of message.timestamp.difference.max.ms
+//     and a LogAppendTime batch from a producer (INVALID_TIMESTAMP), an offset delta other than
+//     the record's index ("does not have incremental offsets": INVALID_RECORD);
 //   - a compression id above 4 and compressed bytes that do not decompress: INVALID_RECORD
 //     (deviation: Kafka 2.4 lets the IllegalArgumentException / KafkaException through as
 //     UNKNOWN_SERVER_ERROR; the batch is equally refused);
@@ -58,8 +61,15 @@ var (
 
 // walkRecords walks the records of the whole, CRC-checked v2 batch b with header h (the
 // record count is positive) and checks them against the header as Kafka's LogValidator
-// does. Compressed records may decompress to at most limit bytes.
+// does, without the checks that depend on the topic's config. Compressed records may
+// decompress to at most limit bytes.
 func walkRecords(b []byte, h BatchHeader, limit int64) (recordSummary, error) {
+	return walkRecordsChecked(b, h, limit, recordChecks{})
+}
+
+// walkRecordsChecked is walkRecords with the per-record checks chk (validate_errors.go): a
+// record they refuse is a *RecordError naming it.
+func walkRecordsChecked(b []byte, h BatchHeader, limit int64, chk recordChecks) (recordSummary, error) {
 	codec := int(h.Attributes & attrCompressionMask)
 	data := b[batchHeaderSize:h.Size()]
 	var w recordWalker
@@ -83,10 +93,11 @@ func walkRecords(b []byte, h BatchHeader, limit int64) (recordSummary, error) {
 		w.src, w.buf, w.limit = src, src.window()[:0], limit
 	}
 	baseTs := int64(binary.BigEndian.Uint64(b[offBaseTimestamp:]))
-	sum, err := w.walk(h.RecordCount, baseTs)
+	sum, err := w.walk(h, baseTs, chk)
+	if _, named := err.(*RecordError); err == nil || named {
+		return sum, err
+	}
 	switch {
-	case err == nil:
-		return sum, nil
 	case errors.Is(err, errDecompressSize):
 		return sum, fmt.Errorf("%w: %w", ErrMessageTooLarge, err)
 	case w.src != nil:
@@ -121,9 +132,19 @@ type recordWalker struct {
 // errInvalidRecordBody marks a record whose fields disagree with its length.
 var errInvalidRecordBody = errors.New("invalid record")
 
-// walk reads count records with offset deltas 0..count-1 and checks nothing follows them.
-func (w *recordWalker) walk(count int32, baseTs int64) (recordSummary, error) {
+// walk reads h's records and checks each as Kafka's record iterator and LogValidator do: a
+// record is read whole (a malformed one fails the batch), then, after the last, that nothing
+// follows ("records still remaining"), then chk's checks and its offset delta (0..count-1)
+// name the record (RecordError). Kafka reads an uncompressed batch's records one at a time
+// as it validates them, but decompresses all the records of a compressed batch before it
+// validates any (DefaultRecordBatch.iterator): there a record that does not parse, anywhere,
+// fails the batch before a record is named, so the walk keeps the first named record and
+// reads on.
+func (w *recordWalker) walk(h BatchHeader, baseTs int64, chk recordChecks) (recordSummary, error) {
 	sum := recordSummary{minTimestamp: noTimestamp, maxTimestamp: noTimestamp}
+	var named error // a compressed batch's first refused record
+	count := h.RecordCount
+	logAppendTime := h.Attributes&attrTimestampType != 0
 	for i := int32(0); i < count; i++ {
 		length, err := w.varint()
 		if err != nil {
@@ -145,10 +166,8 @@ func (w *recordWalker) walk(count int32, baseTs int64) (recordSummary, error) {
 		if err != nil {
 			return sum, err
 		}
-		if offsetDelta != int64(i) {
-			return sum, fmt.Errorf("%w %d: offset delta %d, the records' offsets are not incremental from 0", errInvalidRecordBody, i, offsetDelta)
-		}
-		if ts := baseTs + tsDelta; ts != noTimestamp {
+		ts := baseTs + tsDelta
+		if ts != noTimestamp {
 			if sum.minTimestamp == noTimestamp || ts < sum.minTimestamp {
 				sum.minTimestamp = ts
 			}
@@ -161,6 +180,7 @@ func (w *recordWalker) walk(count int32, baseTs int64) (recordSummary, error) {
 			return sum, err
 		}
 		if keyLen < 0 {
+			keyLen = -1
 			sum.keyless = true
 		} else if err := w.skip(keyLen, end); err != nil {
 			return sum, fmt.Errorf("record %d key: %w", i, err)
@@ -173,6 +193,8 @@ func (w *recordWalker) walk(count int32, baseTs int64) (recordSummary, error) {
 			if err := w.skip(valueLen, end); err != nil {
 				return sum, fmt.Errorf("record %d value: %w", i, err)
 			}
+		} else {
+			valueLen = -1
 		}
 		headers, err := w.varint()
 		if err != nil {
@@ -205,13 +227,35 @@ func (w *recordWalker) walk(count int32, baseTs int64) (recordSummary, error) {
 		if got := w.offset() - start; got != length {
 			return sum, fmt.Errorf("%w %d: size %d, its fields take %d bytes", errInvalidRecordBody, i, length, got)
 		}
+		if i == count-1 {
+			if more, err := w.more(); err != nil {
+				return sum, err
+			} else if more {
+				return sum, errRecordsLeft
+			}
+		}
+		if logAppendTime {
+			ts = h.MaxTimestamp // DefaultRecordBatch gives every record of a LogAppendTime batch its maxTimestamp
+		}
+		if named != nil {
+			continue
+		}
+		r := recordFacts{offset: h.BaseOffset + offsetDelta, timestamp: ts, keySize: keyLen, valueSize: valueLen, compressed: w.src != nil}
+		if err := chk.checkRecord(h, i, r, offsetDelta); err != nil {
+			if w.src == nil {
+				return sum, err
+			}
+			named = err
+		}
 	}
-	if more, err := w.more(); err != nil {
-		return sum, err
-	} else if more {
-		return sum, errRecordsLeft
+	if count <= 0 { // not a produce's batch (validateForLeader refuses it): nothing may follow
+		if more, err := w.more(); err != nil {
+			return sum, err
+		} else if more {
+			return sum, errRecordsLeft
+		}
 	}
-	return sum, nil
+	return sum, named
 }
 
 // offset is how many bytes of records have been read.
@@ -331,19 +375,21 @@ func validateAsLeader(records []byte, hs []BatchHeader, cfg Config, nowMs int64)
 		pos += h.Size()
 	}
 	limit := maxDecompressedBytes(cfg.MaxMessageBytes)
+	chk := recordChecks{
+		compacted: cfg.CleanupPolicy.Compact(),
+		tsLimited: cfg.TimestampDiffLimited && cfg.TimestampType == CreateTime,
+		nowMs:     nowMs,
+		diffMs:    cfg.TimestampDiffMaxMs,
+	}
 	pos = 0
 	for i, h := range hs {
 		b := records[pos : pos+h.Size()]
 		pos += h.Size()
-		sum, err := walkRecords(b, h, limit)
-		if err != nil {
+		if _, err := walkRecordsChecked(b, h, limit, chk); err != nil {
+			if re, ok := err.(*RecordError); ok {
+				re.Batch = i
+			}
 			return fmt.Errorf("batch %d: %w", i, err)
-		}
-		if sum.keyless && cfg.CleanupPolicy.Compact() {
-			return fmt.Errorf("batch %d: %w: %s", i, ErrInvalidRecord, ErrMsgNoKeyCompacted)
-		}
-		if err := validateTimestamps(i, h, sum, cfg, nowMs); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package logstore
 import "testing"
 
 // TestValidateRecordsAllocations: the walk over an uncompressed batch allocates nothing, and
-// over a compressed one a constant that does not grow with the number of records.
+// over a compressed one a constant that does not grow with the number of records, with the
+// per-record checks of a compacted topic with a timestamp limit on (they allocate only to
+// refuse).
 func TestValidateRecordsAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
@@ -13,8 +15,9 @@ func TestValidateRecordsAllocations(t *testing.T) {
 			allocs := func(n int) float64 {
 				b := codecBatch(t, c.codec, seqRecords(n, 100))
 				h := parseHeader(b)
+				chk := recordChecks{compacted: true, tsLimited: true, nowMs: 1, diffMs: 1 << 40}
 				return testing.AllocsPerRun(50, func() {
-					if _, err := walkRecords(b, h, 1<<30); err != nil {
+					if _, err := walkRecordsChecked(b, h, 1<<30, chk); err != nil {
 						t.Fatal(err)
 					}
 				})

@@ -206,27 +206,28 @@ func (p *Partition) checkLeaderEpochLocked(current int32) int16 {
 // side of the partition lock, as Kafka's appendRecordsToLeader does: concurrent produces to one
 // partition only serialise inside the log. For acks=-1 an ISR smaller than min.insync.replicas
 // rejects the write before anything is appended (K2). It returns the leader epoch the batches
-// were appended in (a delayed produce checks that the log still holds them in it).
-func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int32, int16) {
+// were appended in (a delayed produce checks that the log still holds them in it), and the
+// log's error when it refused the batch (a *logstore.RecordError names the record).
+func (p *Partition) appendAsLeader(records []byte, acks int16, now time.Time) (logstore.AppendInfo, int32, int16, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.offline {
-		return logstore.AppendInfo{}, -1, storageErrorCode
+		return logstore.AppendInfo{}, -1, storageErrorCode, nil
 	}
 	if !p.isLeaderLocked() || p.leader == nil {
-		return logstore.AppendInfo{}, -1, kerr.NotLeaderForPartition.Code
+		return logstore.AppendInfo{}, -1, kerr.NotLeaderForPartition.Code, nil
 	}
 	if acks == -1 && !p.leader.EnoughReplicas(p.cfg.minInsyncReplicas) {
 		p.env.warnings.Warn(p.logger().WithFields(logrus.Fields{"isr": p.leader.ISR(), "minIsr": p.cfg.minInsyncReplicas}),
 			fmt.Sprint(p.tp.Topic, "-", p.tp.Partition), "rejecting acks=all produce: ISR below min.insync.replicas") // K2, once per 10 s per partition
-		return logstore.AppendInfo{}, -1, kerr.NotEnoughReplicas.Code
+		return logstore.AppendInfo{}, -1, kerr.NotEnoughReplicas.Code, nil
 	}
 	info, err := p.log.AppendAsLeader(records, p.leaderEpoch)
 	if err != nil {
-		return info, -1, logErrorCode(err)
+		return info, -1, logErrorCode(err), err
 	}
 	p.maybeIncrementHWLocked(now)
-	return info, p.leaderEpoch, 0
+	return info, p.leaderEpoch, 0, nil
 }
 
 // logErrorCode maps logstore sentinels to Kafka error codes (the one protocol error table is kerr).

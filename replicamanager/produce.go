@@ -1,10 +1,13 @@
 package replicamanager
 
 import (
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/isrbroker/isrbroker/logstore"
 )
 
 // This file is the produce path (S14.5, K2): appends as leader and the acks=-1 delayed produce.
@@ -30,10 +33,10 @@ func (a *appender) AppendRecords(timeout time.Duration, acks int16, entries map[
 			results[tp] = ProduceResult{ErrorCode: a.pool.notHostedCode(tp), BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
 			continue
 		}
-		info, epoch, code := p.appendAsLeader(records, acks, now)
+		info, epoch, code, err := p.appendAsLeader(records, acks, now)
 		a.topicStats.markProduce(tp.Topic, code, info.NumRecords, len(records))
 		if code != 0 {
-			results[tp] = ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			results[tp] = failedProduce(tp, code, err)
 			continue
 		}
 		results[tp] = ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: info.LogAppendTime, LogStartOffset: p.log.LogStartOffset()}
@@ -56,6 +59,21 @@ func (a *appender) AppendRecords(timeout time.Duration, acks int16, entries map[
 		timeout = time.Millisecond
 	}
 	a.purgatory.tryCompleteElseWatch(op, timeout)
+}
+
+// failedProduce is the answer of a partition whose append failed with code. When the log
+// refused the batch because of one of its records (Kafka's RecordValidationException),
+// Kafka 2.4's appendToLocalLog answers the record's index with a null message and the
+// exception's message as error_message (docs/kafka-facts.md §13); for any other error both
+// stay empty.
+func failedProduce(tp TopicPartition, code int16, err error) ProduceResult {
+	res := ProduceResult{ErrorCode: code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+	var re *logstore.RecordError
+	if errors.As(err, &re) {
+		res.RecordErrors = []RecordError{{BatchIndex: re.BatchIndex}}
+		res.ErrorMessage = re.Message(tp)
+	}
+	return res
 }
 
 // producePending is a partition of a delayed produce whose acknowledgement is still pending:

@@ -61,6 +61,19 @@ type ProduceResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
 	LogStartOffset int64
+	// RecordErrors and ErrorMessage are ProduceResponse v8's record_errors and error_message
+	// (KIP-467): filled, as Kafka 2.4's appendToLocalLog fills them, only when the log refused
+	// the batch because of one of its records (logstore.RecordError, Kafka's
+	// RecordValidationException); otherwise empty and "" (null).
+	RecordErrors []RecordError
+	ErrorMessage string
+}
+
+// RecordError names a record that made the log refuse its batch: its index in the batch
+// (batch_index) and its own message, which Kafka 2.4 leaves null ("").
+type RecordError struct {
+	BatchIndex int32
+	Message    string
 }
 
 // FetchPartition is one partition of a fetch request.
