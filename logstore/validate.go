@@ -45,7 +45,7 @@ func maxDecompressedBytes(maxMessageBytes int32) int64 {
 }
 
 // recordSummary is what the walk learns about a batch's records for the checks that depend
-// on the topic's config (validateTimestamps, the compacted topic's key check).
+// on the topic's config (the timestamp range, the compacted topic's key check).
 type recordSummary struct {
 	minTimestamp, maxTimestamp int64 // CreateTime timestamps of the records, noTimestamp when none has one
 	keyless                    bool  // a record has a null key

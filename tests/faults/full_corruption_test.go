@@ -36,13 +36,13 @@ func TestFault20_CorruptBelowRecoveryPoint(t *testing.T) {
 
 	for round := 1; round <= 2; round++ {
 		victim := s.leader(0)
-		dir := s.c.PartitionDir(victim, s.topic, 0)
+		dir := s.c.Broker(victim).PartitionDir(s.topic, 0)
 		cluster.WaitFor(t, 2*time.Minute, func() (bool, string) {
 			bases, err := cluster.SegmentBaseOffsets(dir)
 			return err == nil && len(bases) >= 4, fmt.Sprintf("broker %d partition 0: segments %v (%v), want 4", victim, bases, err)
 		})
 		s.fault(victim, fmt.Sprintf("round %d: SIGTERM the leader of partition 0, corrupt it below its recovery point", round))
-		s.c.Terminate(victim)
+		s.c.Broker(victim).Terminate()
 		bases, err := cluster.SegmentBaseOffsets(dir)
 		if err != nil || len(bases) < 3 {
 			t.Fatalf("broker %d partition 0: segments %v (%v); the row needs at least 3", victim, bases, err)
@@ -53,7 +53,7 @@ func TestFault20_CorruptBelowRecoveryPoint(t *testing.T) {
 			t.Fatalf("deleting %s: %v", index, err)
 		}
 		if round == 2 {
-			cp := filepath.Join(s.c.LogDir(victim), "recovery-point-offset-checkpoint")
+			cp := filepath.Join(s.c.Broker(victim).LogDir, "recovery-point-offset-checkpoint")
 			fi, err := os.Stat(cp)
 			if err != nil {
 				t.Fatal(err)
@@ -63,38 +63,38 @@ func TestFault20_CorruptBelowRecoveryPoint(t *testing.T) {
 			}
 		}
 		s.all.waitAcks(t, 0, 300, waitLong, "while the leader is down")
-		s.c.StartBroker(victim)
+		s.c.Broker(victim).Start()
 		if round == 1 {
 			// The check before serving, or the scrubber, finds the bad batch and the broker
 			// takes its one log dir offline, so shuts down.
 			ok, msg := cluster.Poll(2*time.Minute, func() (bool, string) {
-				return strings.Contains(s.c.OutputSince(victim), "corrupt batch below the recovery point"), "no corruption reported yet"
+				return strings.Contains(s.c.Broker(victim).OutputSince(), "corrupt batch below the recovery point"), "no corruption reported yet"
 			})
 			if !ok {
-				t.Fatalf("broker %d never reported the corrupt batch: %s\n%s", victim, msg, s.c.Tail(victim, 40))
+				t.Fatalf("broker %d never reported the corrupt batch: %s\n%s", victim, msg, s.c.Broker(victim).Tail(40))
 			}
-			if _, exited := s.c.WaitExit(victim, time.Minute); !exited {
+			if _, exited := s.c.Broker(victim).WaitExit(time.Minute); !exited {
 				t.Errorf("broker %d kept running with its only log dir offline", victim)
-				s.c.Kill(victim)
+				s.c.Broker(victim).Kill()
 			}
-			s.c.StartBroker(victim)
+			s.c.Broker(victim).Start()
 		}
 		s.c.WaitRegistered(victim)
 		s.heal(fmt.Sprintf("round %d: broker %d restarted on its corrupted log", round, victim))
-		for _, line := range strings.Split(s.c.Output(victim), "\n") {
+		for _, line := range strings.Split(s.c.Broker(victim).Output(), "\n") {
 			if strings.Contains(line, "level=error") || strings.Contains(line, "level=warning") && strings.Contains(line, "component=log") {
 				t.Logf("broker %d: %.400s", victim, line)
 			}
 		}
-		if out := strings.ToLower(s.c.OutputSince(victim)); !strings.Contains(out, "truncat") {
-			t.Errorf("round %d: broker %d's log does not mention truncating the corrupt segment:\n%s", round, victim, s.c.Tail(victim, 30))
+		if out := strings.ToLower(s.c.Broker(victim).OutputSince()); !strings.Contains(out, "truncat") {
+			t.Errorf("round %d: broker %d's log does not mention truncating the corrupt segment:\n%s", round, victim, s.c.Broker(victim).Tail(30))
 		}
 		s.waitFullISR(waitLong)
 		s.all.waitAcks(t, 0, 300, waitLong, "after the broker rejoined")
 	}
 	s.finish() // R reads every replica's segments and checks every batch's CRC
 	for _, id := range s.assignment[0] {
-		if _, err := cluster.ReadPartitionBatches(s.c.PartitionDir(id, s.topic, 0)); err != nil {
+		if _, err := cluster.ReadPartitionBatches(s.c.Broker(id).PartitionDir(s.topic, 0)); err != nil {
 			t.Errorf("broker %d partition 0: %v", id, err)
 		}
 	}
@@ -132,7 +132,7 @@ func readFromEveryReplica(t *testing.T, s *scenario) {
 			t.Fatalf("reordering partition 0's replicas to %v: %v", order, err)
 		}
 		ok, msg := cluster.Poll(waitLong, func() (bool, string) {
-			st, err := s.c.PartitionState(s.topic, 0)
+			st, err := s.c.ZK.PartitionState(s.topic, 0)
 			if err == nil && st.Leader == r {
 				return true, ""
 			}
