@@ -9,8 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The transaction state machine (TransactionMetadata.scala 2.4.1, docs/transactions.md §3).
-// States are kmsg.TransactionState, whose bytes are those Kafka writes.
+// TxnState is a transaction's state (TransactionMetadata.scala 2.4.1, docs/transactions.md §3):
+// kmsg's TransactionState, whose bytes are those Kafka writes.
+type TxnState = kmsg.TransactionState
+
+// The states.
 const (
 	Empty             = kmsg.TransactionStateEmpty
 	Ongoing           = kmsg.TransactionStateOngoing
