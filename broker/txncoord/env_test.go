@@ -158,4 +158,6 @@ func assertCode(t *testing.T, what string, got, want int16) {
 
 var tp0, tp1 = topicPartition{"t", 0}, topicPartition{"t", 1}
 
-func rmtp(p topicPartition) rm.TopicPartition { return rm.TopicPartition{Topic: p.topic, Partition: p.partition} }
+func rmtp(p topicPartition) rm.TopicPartition {
+	return rm.TopicPartition{Topic: p.topic, Partition: p.partition}
+}

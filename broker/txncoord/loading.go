@@ -118,11 +118,12 @@ func (sm *stateManager) load(p, coordinatorEpoch int32, sendMarkers func(pending
 	// The partition stops loading before the markers go out, so that the completions they
 	// lead to are not refused COORDINATOR_LOAD_IN_PROGRESS.
 	delete(sm.loading, p)
+	count := len(loaded) // the map is the cache's from now on, guarded by sm.mu
 	sm.mu.Unlock()
 	for _, pc := range pending {
 		sendMarkers(pc)
 	}
-	log.WithFields(logrus.Fields{"count": len(loaded), "duration": time.Since(start).Round(time.Millisecond).String()}).
+	log.WithFields(logrus.Fields{"count": count, "duration": time.Since(start).Round(time.Millisecond).String()}).
 		Info("finished loading transaction metadata")
 }
 
