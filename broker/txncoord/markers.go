@@ -89,9 +89,8 @@ func (mm *markerManager) onResponse(j *markerJob, sent []rm.TopicPartition, res 
 		case errNone, kerr.UnsupportedForMessageFormat.Code, kerr.UnsupportedVersion.Code:
 			delete(j.remaining, tp)
 		case kerr.UnknownTopicOrPartition.Code, kerr.NotLeaderForPartition.Code, kerr.NotEnoughReplicas.Code,
-			kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code, kerr.NetworkException.Code,
-			kerr.CoordinatorLoadInProgress.Code, kerr.KafkaStorageError.Code:
-			// retried in the next round
+			kerr.NotEnoughReplicasAfterAppend.Code, kerr.RequestTimedOut.Code, kerr.NetworkException.Code:
+			// retried in the next round (NETWORK_EXCEPTION: the send failed, Kafka's disconnect)
 		case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
 			j.log.WithFields(logrus.Fields{"topic": tp.Topic, "partition": tp.Partition, "error": kerr.ErrorForCode(code)}).
 				Info("the marker was refused as fenced; stopping the markers of the transaction")

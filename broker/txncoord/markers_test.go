@@ -15,7 +15,7 @@ func TestMarkersRetried(t *testing.T) {
 	e := newEnv(t)
 	r := e.init("a", 60000)
 	e.add("a", r.ProducerID, r.ProducerEpoch, tp0, tp1)
-	e.markers.fail(rmtp(tp1), kerr.NotLeaderForPartition.Code, kerr.RequestTimedOut.Code)
+	e.markers.fail(rmtp(tp1), kerr.NotLeaderForPartition.Code, kerr.NetworkException.Code)
 	assertCode(t, "commit", e.end("a", r.ProducerID, r.ProducerEpoch, true), errNone)
 	e.mustState("a", PrepareCommit, true)
 	e.clock.Advance(e.c.cfg.MarkerRetryBackoff - time.Millisecond)
@@ -51,6 +51,7 @@ func TestMarkerOutcomes(t *testing.T) {
 		{"fenced epoch: stop", kerr.InvalidProducerEpoch.Code, false},
 		{"coordinator fenced: stop", kerr.TransactionCoordinatorFenced.Code, false},
 		{"corrupt message: stop", kerr.CorruptMessage.Code, false},
+		{"storage error: stop (unexpected in Kafka 2.4)", kerr.KafkaStorageError.Code, false},
 	} {
 		e := newEnv(t)
 		r := e.init("a", 60000)

@@ -118,3 +118,17 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// The partition of a transactional id is Utils.abs(String.hashCode) % 50 (docs/transactions.md
+// §1): "a" hashes to 97, "ab" to 97*31+98 = 3105, and "polygenelubricants" to Integer.MIN_VALUE,
+// which Utils.abs maps to 0.
+func TestPartitionFor(t *testing.T) {
+	cfg := Config{}
+	cfg.setDefaults()
+	sm := newStateManager(cfg, cfg.Log, nil, nil)
+	for id, want := range map[string]int32{"a": 47, "ab": 5, "polygenelubricants": 0} {
+		if got := sm.partitionFor(id); got != want {
+			t.Errorf("partitionFor(%q) = %d, want %d", id, got, want)
+		}
+	}
+}
