@@ -154,3 +154,31 @@ func TestHandlersAuthorization(t *testing.T) {
 		t.Fatalf("end of an unknown id %+v", r)
 	}
 }
+
+// Every served key and version: a minimal request is answered with a response of the same
+// key and version that kmsg encodes and decodes again.
+func TestHandlersAllVersions(t *testing.T) {
+	e := newEnv(t)
+	id := "tx"
+	for _, k := range Keys() {
+		for v := k.Min; v <= k.Max; v++ {
+			req := kmsg.RequestForKey(int16(k.Key))
+			req.SetVersion(v)
+			switch r := req.(type) {
+			case *kmsg.InitProducerIDRequest:
+				r.TransactionalID, r.TransactionTimeoutMillis = &id, 1000
+			case *kmsg.AddPartitionsToTxnRequest:
+				r.TransactionalID = id
+				r.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			case *kmsg.AddOffsetsToTxnRequest:
+				r.TransactionalID, r.Group = id, "g"
+			case *kmsg.EndTxnRequest:
+				r.TransactionalID = id
+			}
+			got := e.handle(&Request{}, req)
+			if got.Key() != int16(k.Key) {
+				t.Fatalf("%s v%d: response key %d", kmsg.NameForKey(int16(k.Key)), v, got.Key())
+			}
+		}
+	}
+}
