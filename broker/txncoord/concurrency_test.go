@@ -62,7 +62,9 @@ func TestConcurrentProducers(t *testing.T) {
 					if res.ErrorCode != errNone {
 						continue
 					}
-					if wait(func(cb func(int16)) { e.c.AddPartitions(id, res.ProducerID, res.ProducerEpoch, []topicPartition{tp0}, cb) }) != errNone {
+					if wait(func(cb func(int16)) {
+						e.c.AddPartitions(id, res.ProducerID, res.ProducerEpoch, []topicPartition{tp0}, cb)
+					}) != errNone {
 						continue
 					}
 					wait(func(cb func(int16)) { e.c.EndTxn(id, res.ProducerID, res.ProducerEpoch, r%2 == 0, cb) })
