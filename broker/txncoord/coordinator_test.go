@@ -271,3 +271,29 @@ func TestAppendAfterEpochChange(t *testing.T) {
 		t.Fatalf("answer %+v", got)
 	}
 }
+
+// EndTxn whose Prepare record completes after the partition moved to another coordinator
+// epoch: NOT_COORDINATOR, and no markers at the old epoch. The new leader's load found the
+// PrepareCommit record in the log and completes the transaction at its epoch.
+func TestEndTxnAfterEpochChange(t *testing.T) {
+	e := newEnv(t)
+	r := e.init("a", 60000)
+	e.add("a", r.ProducerID, r.ProducerEpoch, tp0)
+	e.reps.setHold()
+	var got result[int16]
+	e.c.EndTxn("a", r.ProducerID, r.ProducerEpoch, true, got.set)
+	if got.got {
+		t.Fatalf("answered before the append completed: %+v", got)
+	}
+	e.c.OnResignation(0, 2)
+	e.elect(0, 3)
+	e.reps.release()
+	if !got.got || got.v != errNotCoordinator || got.seen != 1 {
+		t.Fatalf("answer %+v", got)
+	}
+	sent := e.markers.sends()
+	if len(sent) != 1 || sent[0].CoordinatorEpoch != 3 || !sent[0].Commit {
+		t.Fatalf("marker sends %+v", sent)
+	}
+	e.mustState("a", CompleteCommit, false)
+}
