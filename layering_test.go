@@ -49,6 +49,7 @@ var importRules = map[string][]string{
 	"broker/fetchsession":      {}, // the incremental fetch session cache (KIP-227): leaves only
 	"broker/config":            {},
 	"broker/groupcoord":        {"replicamanager", "zkcoord", "logstore"},
+	"broker/txncoord":          {"replicamanager"}, // the transaction coordinator: not wired yet
 	"broker/replview":          {"fetcher", "replicamanager", "zkcoord"},
 	"broker/metricsexport":     {},
 	"broker/tools":             {"broker/tools", "zkcoord/admin", "zkcoord/zkclient", "zkcoord/zkdata", "logstore"},
