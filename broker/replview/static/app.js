@@ -21,6 +21,7 @@ const PROBLEM_TEXT = {
   underReplicated: "under-replicated",
   leaderNotPreferred: "leader not preferred",
 };
+const plural = (n, word) => (n === 1 ? word : word + "s");
 const isInternal = (topic) => topic.startsWith("__");
 const pname = (p) => `${p.topic}-${p.partition}`;
 
@@ -175,7 +176,7 @@ function renderSummary(cv) {
   box.dataset.leaderNotPreferred = s.leaderNotPreferred;
   const count = (n, what, cls) => el("span", { class: "count" + (n > 0 && cls ? " " + cls : "") }, el("b", {}, n.toLocaleString("en")), " " + what);
   document.getElementById("counts").replaceChildren(
-    count(s.partitions, `partitions in ${s.topics} topics (${s.internalTopics} internal)`),
+    count(s.partitions, `${plural(s.partitions, "partition")} in ${s.topics} ${plural(s.topics, "topic")} (${s.internalTopics} internal)`),
     count(s.underReplicated, "under-replicated", "bad"),
     count(s.underMinIsr, "under min ISR", "bad"),
     count(s.offline, "offline", "bad"),
@@ -214,7 +215,7 @@ function renderTopic(topic, parts, lagMax) {
     el("span", { class: "caret" }, isFolded ? "▸" : "▾"),
     el("b", {}, topic),
     internal ? el("span", { class: "tag internal" }, "internal") : "",
-    el("span", { class: "muted" }, `${parts.length} partitions`),
+    el("span", { class: "muted" }, `${parts.length} ${plural(parts.length, "partition")}`),
     el("span", { class: unhealthy.length ? "bad" : "ok" }, unhealthy.length ? `${unhealthy.length} unhealthy` : "all healthy"),
     el("span", { class: "muted" }, `${parts.length - unhealthy.length} healthy`));
   const attrs = { class: "topic", "data-topic": topic, "data-internal": internal, "data-folded": isFolded, "data-partitions": parts.length, "data-unhealthy": unhealthy.length };
@@ -250,7 +251,7 @@ function renderBroker(b, cv) {
         el("td", {}, f.name),
         el("td", {}, `broker ${f.leader}`),
         el("td", { class: "parts" },
-          el("div", { class: "muted" }, `${f.partitionCount} partitions · lag ${f.lag}` + (f.maxLag ? ` (max ${f.maxLag})` : "")),
+          el("div", { class: "muted" }, `${f.partitionCount} ${plural(f.partitionCount, "partition")} · lag ${f.lag}` + (f.maxLag ? ` (max ${f.maxLag})` : "")),
           f.partitions.map((fp) => el("div", { "data-fetch-partition": `${fp.topic}-${fp.partition}` },
             `${fp.topic}-${fp.partition} @${fp.fetchOffset} ${fp.state}${fp.delayed ? " (delayed)" : ""} lag ${fp.lag}`)),
           f.partitionCount > f.partitions.length ? el("div", { class: "muted" }, `${f.partitionCount - f.partitions.length} more` +
