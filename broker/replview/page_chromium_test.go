@@ -165,6 +165,12 @@ func TestReplicationPageAt10kPartitions(t *testing.T) {
 		}
 	}
 	screenshot(t, bctx, "replication-page-10k.png")
+	// How long one redraw of the 10,000 partitions takes (logged: docs/replication-page.md).
+	if ms, err := eval(`(() => { const t0 = performance.now(); render(lastView); return (performance.now() - t0).toFixed(0); })()`); err != nil {
+		t.Errorf("timing a redraw: %v", err)
+	} else {
+		t.Logf("one redraw of the page: %s ms", ms)
+	}
 
 	// One click opens __consumer_offsets: its 50 cells and its unhealthy partition's card.
 	do(`document.querySelector('[data-fold="__consumer_offsets"]').click()`)
