@@ -47,6 +47,9 @@ type PartitionSnapshot struct {
 	ISR []int32 `json:"isr"`
 	// PendingISR is an ISR write under way or with an unknown outcome (K3), leader only.
 	PendingISR []int32 `json:"pendingIsr,omitempty"`
+	// MinISR is the partition's min.insync.replicas (K2), leader only (0 on a follower): the
+	// page counts a partition whose ISR is smaller as under min ISR.
+	MinISR int `json:"minIsr,omitempty"`
 	// Followers is the leader's view of each follower (S5b): leader only.
 	Followers []FollowerSnapshot `json:"followers,omitempty"`
 }
@@ -130,6 +133,7 @@ func partitionSnapshot(p *Partition, now time.Time) PartitionSnapshot {
 		s.Role = RoleLeader
 		s.ISR = p.leader.ISR()
 		s.PendingISR = p.leader.Pending()
+		s.MinISR = p.cfg.minInsyncReplicas
 		for _, id := range p.assigned {
 			pr, ok := p.leader.Progress(id)
 			if !ok || id == p.env.brokerID {

@@ -27,7 +27,7 @@ func TestSnapshotShowsLagClockAndRecordsIsrShrink(t *testing.T) {
 	}
 	p := s.Partitions[0]
 	if p.Role != RoleLeader || p.Leader != 1 || p.LeaderEpoch != 3 || p.LogEndOffset != 2 || p.HighWatermark != 2 ||
-		!slices.Equal(p.Replicas, []int32{1, 2, 3}) || !slices.Equal(p.ISR, []int32{1, 2}) {
+		!slices.Equal(p.Replicas, []int32{1, 2, 3}) || !slices.Equal(p.ISR, []int32{1, 2}) || p.MinISR != 1 {
 		t.Fatalf("partition %+v", p)
 	}
 	if len(p.Followers) != 2 {

@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/sirupsen/logrus"
 
 	"github.com/isrbroker/isrbroker/replicamanager"
@@ -70,8 +72,18 @@ func New(cfg Config) *View {
 	v.mux.HandleFunc("GET /replication", v.page)
 	v.mux.HandleFunc("GET /replication/{$}", v.page)
 	v.mux.Handle("GET /replication/static/", http.StripPrefix("/replication/static/", http.FileServerFS(sub)))
-	v.mux.HandleFunc("GET /replication/local.json", v.localJSON)
-	v.mux.HandleFunc("GET /replication/cluster.json", v.clusterJSON)
+	// The JSON is gzipped when the client accepts it (the browser, and the other brokers' Go
+	// clients, whose transport asks for gzip and decodes it): cluster.json of 10,000 partitions
+	// is megabytes of repeated keys, polled every second, and gzips about 30 times smaller
+	// (docs/replication-page.md, "At scale"). net/http has no response compression of its own;
+	// gzhttp, of klauspost/compress (already a dependency, for Kafka's codecs), handles
+	// Accept-Encoding, Vary and the minimum size; zstd is left off, gzip is enough.
+	gz, err := gzhttp.NewWrapper(gzhttp.EnableZstd(false))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	v.mux.Handle("GET /replication/local.json", gz(http.HandlerFunc(v.localJSON)))
+	v.mux.Handle("GET /replication/cluster.json", gz(http.HandlerFunc(v.clusterJSON)))
 	return v
 }
 
@@ -108,8 +120,32 @@ func (v *View) localJSON(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, v.Local(after))
 }
 
+// clusterJSON serves the cluster view; with ?brief=1 (the page's poll) the healthy partitions
+// come without their replicaStates, except those named in ?open=topic-partition,… (the cards
+// the reader opened): at 10,000 partitions they are most of the bytes and the page draws only
+// the unhealthy partitions' cards.
 func (v *View) clusterJSON(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, v.Gather(r.Context()))
+	cv := v.Gather(r.Context())
+	if q := r.URL.Query(); q.Get("brief") != "" {
+		brief(&cv, q.Get("open"))
+	}
+	writeJSON(w, cv)
+}
+
+// brief drops the replicaStates of the healthy partitions not named in open.
+func brief(cv *ClusterView, open string) {
+	keep := map[string]bool{}
+	for _, name := range strings.Split(open, ",") {
+		if name != "" {
+			keep[name] = true
+		}
+	}
+	for i := range cv.Partitions {
+		p := &cv.Partitions[i]
+		if len(p.Problems) == 0 && !keep[p.Topic+"-"+strconv.Itoa(int(p.Partition))] {
+			p.ReplicaStates = nil
+		}
+	}
 }
 
 func writeJSON(w http.ResponseWriter, x any) {

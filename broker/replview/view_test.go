@@ -125,12 +125,13 @@ func TestLocalAndClusterJSONShape(t *testing.T) {
 	}
 
 	c := getJSON(t, v, "/replication/cluster.json")
-	hasKeys(t, "cluster.json", c, "timeMs", "servedBy", "controller", "replicaLagTimeMaxMs", "brokers", "partitions", "events", "errors")
+	hasKeys(t, "cluster.json", c, "timeMs", "servedBy", "controller", "replicaLagTimeMaxMs", "summary", "brokers", "partitions", "events", "errors")
+	hasKeys(t, "cluster.json summary", c["summary"], "partitions", "topics", "internalTopics", "underReplicated", "underMinIsr", "offline", "leaderNotPreferred")
 	hasKeys(t, "cluster.json controller", c["controller"], "id", "epoch")
 	hasKeys(t, "cluster.json broker", c["brokers"].([]any)[0], "id", "pageAddress", "registered", "reachable", "leaders", "followers", "fetchers")
 	cp := c["partitions"].([]any)[0]
 	hasKeys(t, "cluster.json partition", cp, "topic", "partition", "leader", "leaderEpoch", "highWatermark", "logStartOffset",
-		"replicas", "isr", "osr", "leaderReachable", "replicaStates")
+		"replicas", "isr", "osr", "leaderReachable", "problems", "replicaStates")
 	hasKeys(t, "cluster.json replica", cp.(map[string]any)["replicaStates"].([]any)[0], "broker", "role", "inIsr", "logEndOffset",
 		"leoSource", "highWatermark", "lastCaughtUpAgoMs", "reachable")
 

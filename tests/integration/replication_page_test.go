@@ -29,13 +29,17 @@ type pageState struct {
 	Events          []string                 `json:"events"`  // kinds, newest first
 }
 
+// pagePartition is a partition's card or, for a healthy partition not drawn open, its cell in
+// its topic's strip (no replica rows).
 type pagePartition struct {
 	Leader          int32         `json:"leader"`
 	LeaderEpoch     int32         `json:"leaderEpoch"`
 	HW              int64         `json:"hw"`
+	AR              []int32       `json:"ar"`
 	ISR             []int32       `json:"isr"`
 	OSR             []int32       `json:"osr"`
 	LeaderReachable bool          `json:"leaderReachable"`
+	Open            bool          `json:"open"` // drawn as a card
 	Replicas        []pageReplica `json:"replicas"`
 }
 
@@ -62,12 +66,13 @@ const readPageJS = `(() => {
   const c = document.getElementById("controller");
   const out = {polls: Number(document.body.dataset.polls || 0), controller: Number(c.dataset.controller === "" ? -1 : c.dataset.controller),
     controllerEpoch: Number(c.dataset.controllerEpoch || 0), partitions: {}, brokers: {}, events: []};
-  for (const p of document.querySelectorAll(".partition")) {
-    out.partitions[p.dataset.partition] = {leader: Number(p.dataset.leader), leaderEpoch: Number(p.dataset.leaderEpoch),
-      hw: Number(p.dataset.hw), isr: ids(p.dataset.isr), osr: ids(p.dataset.osr), leaderReachable: p.dataset.leaderReachable === "true",
+  const part = (p, open) => ({leader: Number(p.dataset.leader), leaderEpoch: Number(p.dataset.leaderEpoch),
+      hw: Number(p.dataset.hw), ar: ids(p.dataset.replicas), isr: ids(p.dataset.isr), osr: ids(p.dataset.osr),
+      leaderReachable: p.dataset.leaderReachable === "true", open: open,
       replicas: [...p.querySelectorAll(".replica")].map((r) => ({broker: Number(r.dataset.replica), role: r.dataset.role,
-        inIsr: r.dataset.inIsr === "true", leo: Number(r.dataset.leo), behind: r.dataset.behindHw === "true"}))};
-  }
+        inIsr: r.dataset.inIsr === "true", leo: Number(r.dataset.leo), behind: r.dataset.behindHw === "true"}))});
+  for (const c of document.querySelectorAll(".pcell")) out.partitions[c.dataset.cell] = part(c, false);
+  for (const p of document.querySelectorAll(".partition")) out.partitions[p.dataset.partition] = part(p, true);
   for (const b of document.querySelectorAll(".broker")) out.brokers[b.dataset.broker] = b.dataset.reachable === "true";
   for (const e of document.querySelectorAll("#events li[data-kind]")) out.events.push(e.dataset.kind);
   return JSON.stringify(out);
@@ -239,7 +244,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			if pp.Leader != st.Leader || pp.LeaderEpoch != st.LeaderEpoch || !cluster.SameMembers(pp.ISR, assignment[p]) || len(pp.OSR) != 0 || len(pp.Replicas) != 3 {
+			if pp.Leader != st.Leader || pp.LeaderEpoch != st.LeaderEpoch || !cluster.SameMembers(pp.ISR, assignment[p]) || len(pp.OSR) != 0 || len(pp.AR) != 3 {
 				return false, fmt.Sprintf("%s shown %+v, ZooKeeper %+v", name, pp, st)
 			}
 		}
@@ -254,7 +259,7 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 	stopped := waitPage("follower stopped", lag*3/2+5*time.Second, func(ps pageState) (bool, string) {
 		pp := ps.Partitions[p0]
 		r, _ := pp.replica(follower)
-		if !pp.LeaderReachable || slices.Contains(pp.ISR, follower) || !slices.Contains(pp.OSR, follower) || r.InISR || !r.Behind || r.LEO >= pp.HW {
+		if !pp.LeaderReachable || !pp.Open || slices.Contains(pp.ISR, follower) || !slices.Contains(pp.OSR, follower) || r.InISR || !r.Behind || r.LEO >= pp.HW {
 			return false, fmt.Sprintf("%s: ISR %v OSR %v HW %d, broker %d: %+v", p0, pp.ISR, pp.OSR, pp.HW, follower, r)
 		}
 		return true, ""
@@ -272,13 +277,14 @@ func TestReplicationPage_StopFollowerKillLeader(t *testing.T) {
 		t.Fatalf("follower was stopped %v: its session may expire", d)
 	}
 
-	// SIGCONT: back in the ISR.
+	// SIGCONT: back in the ISR, and p0 healthy again: folded back into its topic's strip (its
+	// card is drawn only while it is unhealthy, docs/replication-page.md "At scale").
 	c.Broker(follower).Resume()
 	waitPage("follower resumed", 20*time.Second, func(ps pageState) (bool, string) {
 		pp := ps.Partitions[p0]
-		r, _ := pp.replica(follower)
-		if !slices.Contains(pp.ISR, follower) || len(pp.OSR) != 0 || !r.InISR {
-			return false, fmt.Sprintf("%s: ISR %v OSR %v, broker %d: %+v", p0, pp.ISR, pp.OSR, follower, r)
+		r, shown := pp.replica(follower)
+		if !slices.Contains(pp.ISR, follower) || len(pp.OSR) != 0 || (shown && !r.InISR) || pp.Open {
+			return false, fmt.Sprintf("%s: ISR %v OSR %v, drawn open %v, broker %d: %+v", p0, pp.ISR, pp.OSR, pp.Open, follower, r)
 		}
 		return true, ""
 	})

@@ -1,10 +1,48 @@
 // The replication page (docs/replication-page.md): polls cluster.json about once a second and
 // redraws. No framework, no network access but to the serving broker.
+//
+// At scale (thousands of partitions) it draws a summary first, then the topics, the user's
+// before the internal ones (folded until clicked), each as one line with a strip of one cell per
+// partition; only the unhealthy partitions (cluster.json's problems) and those the reader opened
+// are drawn as cards. It asks for cluster.json?brief=1, which leaves out the replica states of
+// the healthy partitions but the opened ones (?open=).
 "use strict";
 
 const POLL_MS = 1000;
 const MAX_EVENTS = 200;
 const seenEvents = new Map(); // key -> event, kept across polls (a broker that stops answering keeps its past events)
+const opened = new Set(); // "topic-partition" of the healthy partitions whose card the reader opened
+const folded = new Map(); // topic -> folded, as the reader set it (default: internal topics folded)
+let lastView = null; // the last cluster.json, redrawn when the filter or a fold changes
+
+const PROBLEM_TEXT = {
+  offline: "offline",
+  underMinIsr: "under min ISR",
+  underReplicated: "under-replicated",
+  leaderNotPreferred: "leader not preferred",
+};
+const plural = (n, word) => (n === 1 ? word : word + "s");
+const isInternal = (topic) => topic.startsWith("__");
+const pname = (p) => `${p.topic}-${p.partition}`;
+
+// normalize fills in what cluster.json omits at its zero value (false, 0, empty lists).
+function normalize(cv) {
+  for (const p of cv.partitions) {
+    p.logStartOffset = p.logStartOffset || 0;
+    p.isr = p.isr || [];
+    p.osr = p.osr || [];
+    p.leaderReachable = !!p.leaderReachable;
+    p.problems = p.problems || [];
+    for (const r of p.replicaStates || []) {
+      r.inIsr = !!r.inIsr;
+      r.reachable = !!r.reachable;
+    }
+  }
+  for (const b of cv.brokers) {
+    for (const f of b.fetchers) f.partitions = f.partitions || [];
+  }
+  return cv;
+}
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -54,13 +92,12 @@ function renderHeader(cv) {
 
 function renderPartition(p, lagMax) {
   let hi = p.highWatermark;
-  for (const r of p.replicaStates) hi = Math.max(hi, r.logEndOffset);
+  for (const r of p.replicaStates || []) hi = Math.max(hi, r.logEndOffset);
   const lo = p.logStartOffset;
   const span = Math.max(hi - lo, 1);
   const pos = (o) => pct(((o - lo) / span) * 100);
-  const underReplicated = p.leaderReachable && p.isr.length < p.replicas.length;
-
-  const rows = p.replicaStates.map((r) => {
+  const underReplicated = p.problems.includes("underReplicated");
+  const rows = !p.replicaStates ? [el("div", { class: "muted" }, "loading the replica states…")] : p.replicaStates.map((r) => {
     const isLeader = r.role === "Leader" && r.broker === p.leader;
     const cls = isLeader ? "leader" : !p.leaderReachable ? "unknown" : r.inIsr ? "isr" : "osr";
     const behind = r.logEndOffset >= 0 && r.logEndOffset < p.highWatermark;
@@ -94,8 +131,10 @@ function renderPartition(p, lagMax) {
       clock);
   });
 
+  const problems = p.problems.map((x) => el("span", { class: "tag problem " + x, title: problemTitle(p, x) }, PROBLEM_TEXT[x] || x));
   return el("div", {
-    class: "partition" + (underReplicated ? " under-replicated" : ""),
+    class: "partition" + (underReplicated ? " under-replicated" : "") + (p.problems.length ? " unhealthy" : ""),
+    "data-problems": csv(p.problems), "data-min-isr": p.minIsr,
     "data-partition": `${p.topic}-${p.partition}`, "data-topic": p.topic, "data-partition-id": p.partition,
     "data-leader": p.leader, "data-leader-epoch": p.leaderEpoch, "data-hw": p.highWatermark,
     "data-log-start": p.logStartOffset, "data-replicas": csv(p.replicas), "data-isr": csv(p.isr),
@@ -110,8 +149,87 @@ function renderPartition(p, lagMax) {
       el("span", { class: "set" }, el("span", { class: "k" }, "AR "), set(p.replicas)),
       el("span", { class: "set" }, el("span", { class: "k" }, "ISR "), p.leaderReachable ? set(p.isr) : "?"),
       el("span", { class: "set" }, el("span", { class: "k" }, "OSR "), p.leaderReachable ? set(p.osr) : "?"),
-      p.leaderReachable ? "" : el("span", { class: "err" }, "leader did not answer")),
+      p.leaderReachable ? "" : el("span", { class: "err" }, "leader did not answer"),
+      problems,
+      p.problems.length ? "" : el("button", { class: "close", "data-close": pname(p), title: "fold this healthy partition back into its topic's strip" }, "×")),
     rows);
+}
+
+function problemTitle(p, x) {
+  switch (x) {
+    case "offline": return p.leader < 0 ? "no leader" : "the leader did not answer as leader";
+    case "underMinIsr": return `ISR ${set(p.isr)} smaller than min.insync.replicas ${p.minIsr}: acks=all produce is refused`;
+    case "underReplicated": return `ISR ${set(p.isr)} smaller than AR ${set(p.replicas)}`;
+    case "leaderNotPreferred": return `leader ${p.leader}, preferred leader (first of AR) ${p.replicas[0]}`;
+    default: return x;
+  }
+}
+
+// renderSummary: the counts of cluster.json's summary and each broker's fetcher lag.
+function renderSummary(cv) {
+  const s = cv.summary;
+  const box = document.getElementById("summary");
+  box.dataset.partitions = s.partitions;
+  box.dataset.underReplicated = s.underReplicated;
+  box.dataset.underMinIsr = s.underMinIsr;
+  box.dataset.offline = s.offline;
+  box.dataset.leaderNotPreferred = s.leaderNotPreferred;
+  const count = (n, what, cls) => el("span", { class: "count" + (n > 0 && cls ? " " + cls : "") }, el("b", {}, n.toLocaleString("en")), " " + what);
+  document.getElementById("counts").replaceChildren(
+    count(s.partitions, `${plural(s.partitions, "partition")} in ${s.topics} ${plural(s.topics, "topic")} (${s.internalTopics} internal)`),
+    count(s.underReplicated, "under-replicated", "bad"),
+    count(s.underMinIsr, "under min ISR", "bad"),
+    count(s.offline, "offline", "bad"),
+    count(s.leaderNotPreferred, "leader not preferred", "warn"));
+  document.getElementById("fetchlag").replaceChildren(
+    el("tr", {}, el("th", {}, "fetcher lag"), ...cv.brokers.map((b) => el("th", {}, `broker ${b.id}`))),
+    el("tr", {}, el("td", { class: "muted" }, "partitions fetched"), ...cv.brokers.map((b) => el("td", {}, b.reachable ? b.fetchPartitions.toLocaleString("en") : "?"))),
+    el("tr", {}, el("td", { class: "muted" }, "lag: sum (max), offsets"), ...cv.brokers.map((b) => el("td", {
+      class: b.fetchLag > 0 ? "bad" : "", "data-fetch-lag-broker": b.id, "data-fetch-lag": b.reachable ? b.fetchLag : undefined,
+    }, b.reachable ? `${b.fetchLag.toLocaleString("en")} (${b.fetchMaxLag.toLocaleString("en")})` : "unreachable"))));
+}
+
+// renderTopics: the topics matching the filter, the user's first, each as a line with its strip
+// and the cards of its unhealthy (and opened) partitions.
+function renderTopics(cv, lagMax) {
+  const byTopic = new Map();
+  for (const p of cv.partitions) {
+    if (!byTopic.has(p.topic)) byTopic.set(p.topic, []);
+    byTopic.get(p.topic).push(p);
+  }
+  const names = [...byTopic.keys()].sort((a, b) => (isInternal(a) - isInternal(b)) || (a < b ? -1 : a > b ? 1 : 0));
+  const filter = document.getElementById("filter").value.trim().toLowerCase();
+  const shown = names.filter((t) => t.toLowerCase().includes(filter));
+  document.getElementById("shown").textContent = filter ? `${shown.length} of ${names.length} topics` : "";
+  const out = shown.map((t) => renderTopic(t, byTopic.get(t), lagMax));
+  if (cv.partitions.length === 0) out.push(el("div", { class: "muted" }, "no partitions"));
+  else if (shown.length === 0) out.push(el("div", { class: "muted" }, `no topic matches "${filter}"`));
+  document.getElementById("partitions").replaceChildren(...out);
+}
+
+function renderTopic(topic, parts, lagMax) {
+  const internal = isInternal(topic);
+  const isFolded = folded.has(topic) ? folded.get(topic) : internal;
+  const unhealthy = parts.filter((p) => p.problems.length > 0);
+  const head = el("div", { class: "thead", "data-fold": topic, title: isFolded ? "click to open" : "click to fold" },
+    el("span", { class: "caret" }, isFolded ? "▸" : "▾"),
+    el("b", {}, topic),
+    internal ? el("span", { class: "tag internal" }, "internal") : "",
+    el("span", { class: "muted" }, `${parts.length} ${plural(parts.length, "partition")}`),
+    el("span", { class: unhealthy.length ? "bad" : "ok" }, unhealthy.length ? `${unhealthy.length} unhealthy` : "all healthy"),
+    el("span", { class: "muted" }, `${parts.length - unhealthy.length} healthy`));
+  const attrs = { class: "topic", "data-topic": topic, "data-internal": internal, "data-folded": isFolded, "data-partitions": parts.length, "data-unhealthy": unhealthy.length };
+  if (isFolded) return el("div", attrs, head);
+  const strip = el("div", { class: "strip" }, parts.map((p) => el("span", {
+    class: "pcell" + (p.problems.length ? (p.problems.every((x) => x === "leaderNotPreferred") ? " bad warn" : " bad") : "") +
+      (opened.has(pname(p)) ? " opened" : ""),
+    "data-cell": pname(p), "data-topic": p.topic, "data-partition-id": p.partition, "data-leader": p.leader,
+    "data-leader-epoch": p.leaderEpoch, "data-hw": p.highWatermark, "data-replicas": csv(p.replicas), "data-isr": csv(p.isr),
+    "data-osr": csv(p.osr), "data-leader-reachable": p.leaderReachable, "data-problems": csv(p.problems),
+    title: `${pname(p)} · leader ${p.leader} · ISR ${set(p.isr)}` + (p.problems.length ? " · " + p.problems.map((x) => PROBLEM_TEXT[x] || x).join(", ") : ""),
+  })));
+  const cards = parts.filter((p) => p.problems.length > 0 || opened.has(pname(p))).map((p) => renderPartition(p, lagMax));
+  return el("div", attrs, head, strip, cards);
 }
 
 function renderBroker(b, cv) {
@@ -132,8 +250,12 @@ function renderBroker(b, cv) {
       b.fetchers.map((f) => el("tr", { "data-fetcher": f.name, "data-fetcher-id": f.fetcherId, "data-leader": f.leader },
         el("td", {}, f.name),
         el("td", {}, `broker ${f.leader}`),
-        el("td", { class: "parts" }, f.partitions.map((fp) => el("div", { "data-fetch-partition": `${fp.topic}-${fp.partition}` },
-          `${fp.topic}-${fp.partition} @${fp.fetchOffset} ${fp.state}${fp.delayed ? " (delayed)" : ""} lag ${fp.lag}`))))));
+        el("td", { class: "parts" },
+          el("div", { class: "muted" }, `${f.partitionCount} ${plural(f.partitionCount, "partition")} · lag ${f.lag}` + (f.maxLag ? ` (max ${f.maxLag})` : "")),
+          f.partitions.map((fp) => el("div", { "data-fetch-partition": `${fp.topic}-${fp.partition}` },
+            `${fp.topic}-${fp.partition} @${fp.fetchOffset} ${fp.state}${fp.delayed ? " (delayed)" : ""} lag ${fp.lag}`)),
+          f.partitionCount > f.partitions.length ? el("div", { class: "muted" }, `${f.partitionCount - f.partitions.length} more` +
+            (f.partitions.length ? "" : ", all caught up")) : ""))));
   }
   return el("div", { class: "broker", "data-broker": b.id, "data-reachable": b.reachable, "data-registered": b.registered }, head, body);
 }
@@ -166,10 +288,10 @@ function renderEvents(cv) {
 }
 
 function render(cv) {
+  lastView = cv;
   renderHeader(cv);
-  const lagMax = cv.replicaLagTimeMaxMs || 10000;
-  document.getElementById("partitions").replaceChildren(...cv.partitions.map((p) => renderPartition(p, lagMax)));
-  if (cv.partitions.length === 0) document.getElementById("partitions").replaceChildren(el("div", { class: "muted" }, "no partitions"));
+  renderSummary(cv);
+  renderTopics(cv, cv.replicaLagTimeMaxMs || 10000);
   document.getElementById("brokers").replaceChildren(...cv.brokers.map((b) => renderBroker(b, cv)));
   renderEvents(cv);
   document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
@@ -177,9 +299,10 @@ function render(cv) {
 
 async function poll() {
   try {
-    const resp = await fetch("/replication/cluster.json", { cache: "no-store" });
+    const open = opened.size ? "&open=" + encodeURIComponent([...opened].join(",")) : "";
+    const resp = await fetch("/replication/cluster.json?brief=1" + open, { cache: "no-store" });
     if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
-    render(await resp.json());
+    render(normalize(await resp.json()));
   } catch (err) {
     const s = document.getElementById("status");
     s.dataset.ok = "false";
@@ -188,5 +311,34 @@ async function poll() {
     setTimeout(poll, POLL_MS);
   }
 }
+
+// A click on a topic's name folds or opens it; on a strip cell opens (or closes) that
+// partition's card; on a healthy card's × closes it. The filter redraws as it is typed.
+function redraw() {
+  if (lastView) renderTopics(lastView, lastView.replicaLagTimeMaxMs || 10000);
+}
+document.getElementById("partitions").addEventListener("click", (ev) => {
+  const fold = ev.target.closest("[data-fold]");
+  const cell = ev.target.closest("[data-cell]");
+  const close = ev.target.closest("[data-close]");
+  if (fold) {
+    const t = fold.dataset.fold;
+    folded.set(t, !(folded.has(t) ? folded.get(t) : isInternal(t)));
+  } else if (cell && cell.dataset.problems) {
+    const card = document.querySelector(`.partition[data-partition="${CSS.escape(cell.dataset.cell)}"]`);
+    if (card) card.scrollIntoView({ block: "center" });
+    return;
+  } else if (cell) {
+    const name = cell.dataset.cell;
+    if (opened.has(name)) opened.delete(name);
+    else opened.add(name);
+  } else if (close) {
+    opened.delete(close.dataset.close);
+  } else {
+    return;
+  }
+  redraw();
+});
+document.getElementById("filter").addEventListener("input", redraw);
 
 poll();
