@@ -26,6 +26,7 @@ var leaves = []string{
 	"broker/decaysample",      // the request histograms' reservoir
 	"replicamanager/replica",  // the pure replication core
 	"replicamanager/replevents",
+	"broker/coordinator",           // what the group and transaction coordinators share: clock, handler registry
 	"broker/security/acl",          // Kafka's ACL model and the AclAuthorizer decision
 	"broker/security/jaas",         // JAAS config text and Kafka's login-module options (docs/sasl.md)
 	"broker/security/sasl",         // the server side of the SASL mechanisms (docs/sasl.md)

@@ -2,7 +2,6 @@ package txncoord
 
 import (
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/isrbroker/isrbroker/broker/config/configdef"
+	"github.com/isrbroker/isrbroker/broker/coordinator"
 	"github.com/isrbroker/isrbroker/broker/security/acl"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
 )
@@ -154,33 +154,16 @@ func (r *Request) allowed(op acl.Operation, typ acl.ResourceType, name string) b
 // handlerFunc serves one request; respond must be called exactly once, now or later.
 type handlerFunc func(c *Coordinator, r *Request, req kmsg.Request, respond func(kmsg.Response))
 
-type handler struct {
-	key      kmsg.Key
-	min, max int16
-	fn       handlerFunc
-}
+var handlers coordinator.Handlers[handlerFunc]
 
-var handlers = map[int16]*handler{}
-
-func register(key kmsg.Key, min, max int16, fn handlerFunc) {
-	handlers[int16(key)] = &handler{key: key, min: min, max: max, fn: fn}
-}
+func register(key kmsg.Key, min, max int16, fn handlerFunc) { handlers.Register(key, min, max, fn) }
 
 // KeyRange is one served API key and its version range.
-type KeyRange struct {
-	Key      kmsg.Key
-	Min, Max int16
-}
+type KeyRange = coordinator.KeyRange
 
-// Keys lists the API keys the coordinator serves, by key (Kafka 2.4's ranges,
-// docs/transactions.md §4).
+// Keys lists the API keys the coordinator serves and their version ranges, by key.
 func Keys() []KeyRange {
-	out := make([]KeyRange, 0, len(handlers))
-	for _, h := range handlers {
-		out = append(out, KeyRange{Key: h.key, Min: h.min, Max: h.max})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+	return handlers.Keys()
 }
 
 // Coordinator is the transaction coordinator of one broker: Kafka's TransactionCoordinator.
@@ -256,15 +239,15 @@ func (c *Coordinator) Close() {
 
 // Handle serves one decoded request of a key listed by Keys.
 func (c *Coordinator) Handle(r *Request, req kmsg.Request, respond func(kmsg.Response)) {
-	h := handlers[req.Key()]
-	if h == nil {
+	fn, ok := handlers.Lookup(req.Key())
+	if !ok {
 		respond(nil)
 		return
 	}
 	if r.Log == nil {
 		r.Log = c.log
 	}
-	h.fn(c, r, req, respond)
+	fn(c, r, req, respond)
 }
 
 // OnElection is TransactionCoordinator.onElection: this broker now leads partition p of

@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeys(t *testing.T) {
-	want := []KeyRange{{kmsg.InitProducerID, 0, 2}, {kmsg.AddPartitionsToTxn, 0, 1}, {kmsg.AddOffsetsToTxn, 0, 1}, {kmsg.EndTxn, 0, 1}}
+	want := []KeyRange{{Key: kmsg.InitProducerID, Min: 0, Max: 2}, {Key: kmsg.AddPartitionsToTxn, Min: 0, Max: 1}, {Key: kmsg.AddOffsetsToTxn, Min: 0, Max: 1}, {Key: kmsg.EndTxn, Min: 0, Max: 1}}
 	got := Keys()
 	if len(got) != len(want) {
 		t.Fatalf("keys %v", got)
