@@ -48,7 +48,7 @@ func (x *xdgSCRAM) Begin(user, password, authzID string) error {
 }
 
 func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
-func (x *xdgSCRAM) Done() bool                             { return x.conv.Done() }
+func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
 
 // TestSaramaSCRAMOverTLS: sarama with SCRAM-SHA-512 over TLS produces (acks=all, RF 3, replicated
 // over SASL_SSL) and consumes on the SASL_SSL listeners; a wrong password fails the client.
