@@ -135,7 +135,10 @@ func TestACLsWithSCRAMUsers(t *testing.T) {
 		t.Fatalf("alice's StopReplica: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, resp)
 	}
 	lai := kmsg.NewLeaderAndISRRequestTopicPartition()
-	lai.Topic, lai.Partition, lai.ControllerEpoch, lai.Leader, lai.LeaderEpoch, lai.ISR, lai.Replicas = "t", 0, 1<<20, -1, 1<<20, []int32{leaderID}, []int32{leaderID}
+	// Applied, it would make the leader a follower of another replica (a later epoch, a newer
+	// controller epoch): the acks=all produce below would then fail.
+	other := leaderID%3 + 1
+	lai.Topic, lai.Partition, lai.ControllerEpoch, lai.Leader, lai.LeaderEpoch, lai.ISR, lai.Replicas = "t", 0, 1<<20, other, 1<<20, []int32{other}, []int32{1, 2, 3}
 	laiReq := &kmsg.LeaderAndISRRequest{Version: 1, ControllerID: leaderID, ControllerEpoch: 1 << 20, PartitionStates: []kmsg.LeaderAndISRRequestTopicPartition{lai}}
 	if resp, err := laiReq.RequestWith(ctx, alice.Broker(int(leaderID))); err != nil || resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("alice's LeaderAndIsr: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, resp)
