@@ -274,9 +274,8 @@ type runningBroker struct {
 	metrics    net.Addr       // bound metrics address, nil when disabled
 	page       *replview.Page // served on the metrics listener from the start, 503 until Start
 	// interBroker secures the broker's own connections to the inter-broker listener (fetchers,
-	// controller channel, controlled shutdown): PLAINTEXT (the zero value) until broker/config
-	// parses that listener's client keys and newInterBrokerSecurity (interbroker_security.go)
-	// builds it from them.
+	// controller channel, controlled shutdown), built by interBrokerSecurity
+	// (interbroker_security.go) from that listener's keys; the zero value is PLAINTEXT.
 	interBroker kproto.Security
 }
 
@@ -317,6 +316,11 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		return nil, fmt.Errorf("log.dirs %s: %w", strings.Join(cfg.LogDirs, ","), err)
 	}
 	b.logs.SetMetricsRegistry(reg) // kafka.log:type=Log gauges per partition (docs/metrics.md)
+
+	// The broker's own connections to the inter-broker listener use its security (TLS, SASL).
+	if b.interBroker, err = interBrokerSecurity(cfg); err != nil {
+		return nil, err
+	}
 
 	endpoints := make([]zkcoord.Endpoint, 0, len(cfg.AdvertisedListeners))
 	for _, l := range cfg.AdvertisedListeners {

@@ -40,6 +40,10 @@ type Options struct {
 	// listener host, and (isrbroker.local.address) the source address of its outgoing
 	// connections, so iptables rules can cut the link between two brokers (docs/reliability.md, fault matrix).
 	OwnAddresses bool
+	// BeforeBrokers, when set, runs once ZooKeeper is up and before any broker starts: a test
+	// writes what the brokers must find at start-up (SCRAM credentials in /config/users for an
+	// inter-broker SCRAM login, ACLs).
+	BeforeBrokers func(z *ZooKeeper)
 }
 
 // AddrToken in an override value is replaced by the broker's harness address (Broker.Addr).
@@ -98,6 +102,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		t.Fatalf("cluster: zk client: %v", err)
 	}
 	c.ZK.conn = conn
+	if opts.BeforeBrokers != nil {
+		opts.BeforeBrokers(c.ZK)
+	}
 
 	for i := 1; i <= opts.Brokers; i++ {
 		id := int32(i)

@@ -14,6 +14,11 @@
 // read from it), c.Broker(id) one broker process and the requests sent to it alone, c.Groups the
 // consumer-group client; Cluster's own methods are the client side and the checks over every broker.
 //
+// Security fixtures (security.go): MakeTLSFixtures makes a CA with openssl and a JKS broker
+// keystore with keytool; SASLSSLListener adds a SASL_SSL listener, also the inter-broker one
+// (SCRAM-SHA-512), beside the harness's PLAINTEXT listener; Options.BeforeBrokers with
+// AddScramUser writes SCRAM credentials before the brokers start.
+//
 // Environment:
 //   - ISRBROKER_BIN: use this broker binary instead of building one.
 //   - ISRBROKER_RACE=1: build the broker with the race detector.

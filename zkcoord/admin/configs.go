@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/isrbroker/isrbroker/zkcoord/zkclient"
 	"github.com/isrbroker/isrbroker/zkcoord/zkdata"
 )
 
@@ -53,6 +54,14 @@ func (adm *Admin) alterConfig(path, entity string, edit func(map[string]string))
 			_, err = adm.conn.Set(path, zkdata.EncodeConfig(cfg), st.Version)
 		} else {
 			_, err = adm.conn.Create(path, zkdata.EncodeConfig(cfg), 0)
+			if errors.Is(err, zk.ErrNoNode) {
+				// The parent is missing before the first broker has started (a SCRAM credential
+				// written ahead of the brokers): Kafka's createOrSet creates parents.
+				if err = zkclient.CreateRecursive(adm.conn, parentPath(path)); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -60,8 +69,20 @@ func (adm *Admin) alterConfig(path, entity string, edit func(map[string]string))
 		if err != nil {
 			return err
 		}
-		_, err = adm.conn.Create(zkdata.ConfigChangeSequential, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
-		return err
+		return adm.notifyConfigChange(entity)
 	}
 	return fmt.Errorf("zkcoord: %s keeps changing", path)
+}
+
+// notifyConfigChange writes the /config/changes notification, creating /config/changes when no
+// broker has yet.
+func (adm *Admin) notifyConfigChange(entity string) error {
+	_, err := adm.conn.Create(zkdata.ConfigChangeSequential, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = zkclient.CreateRecursive(adm.conn, parentPath(zkdata.ConfigChangeSequential)); err != nil {
+			return err
+		}
+		_, err = adm.conn.Create(zkdata.ConfigChangeSequential, zkdata.EncodeConfigChange(entity), zk.FlagSequence)
+	}
+	return err
 }

@@ -96,7 +96,11 @@ func zkFlags() []cli.Flag {
 
 // connectZK opens an admin session (admin.Connect) and turns failures into
 // operator messages.
-func connectZK(c *cli.Context) (*admin.Session, error) {
+func connectZK(c *cli.Context) (*admin.Session, error) { return connectZKSession(c, true) }
+
+// connectZKSession is connectZK; requireCluster false skips the /brokers/ids check
+// (admin.ConnectWithoutCluster), for writes that must precede the first broker.
+func connectZKSession(c *cli.Context, requireCluster bool) (*admin.Session, error) {
 	connect := strings.TrimSpace(c.String("zookeeper"))
 	timeout := c.Duration("zk-timeout")
 	log := logrus.New()
@@ -105,7 +109,11 @@ func connectZK(c *cli.Context) (*admin.Session, error) {
 		log.SetOutput(c.App.ErrWriter)
 		log.SetLevel(logrus.DebugLevel)
 	}
-	coord, err := admin.Connect(c.Context, connect, timeout, log)
+	connectFn := admin.Connect
+	if !requireCluster {
+		connectFn = admin.ConnectWithoutCluster
+	}
+	coord, err := connectFn(c.Context, connect, timeout, log)
 	switch {
 	case err == nil:
 		return coord, nil

@@ -40,7 +40,9 @@ func usersAction(c *cli.Context, r *configsRequest, zkc string, out io.Writer) e
 	if zkc == "" {
 		return failf("--entity-type users needs --zookeeper: Kafka 2.4's kafka-configs writes SCRAM credentials to ZooKeeper only (the AlterUserScramCredentials API is Kafka 2.7)")
 	}
-	coord, err := connectZK(c)
+	// No /brokers/ids check: the SCRAM credential of an inter-broker login must exist before
+	// the brokers start (Kafka's kafka-configs --zookeeper writes it into an empty ZooKeeper).
+	coord, err := connectZKSession(c, false)
 	if err != nil {
 		return err
 	}

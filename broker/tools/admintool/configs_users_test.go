@@ -213,3 +213,28 @@ func TestUserSCRAMConfigsCommandLine(t *testing.T) {
 	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "--entity-name must be specified with --alter of users")
 	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--entity-default", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "client quotas")
 }
+
+// TestUserSCRAMConfigsBeforeAnyBroker: SCRAM credentials go into ZooKeeper before the first
+// broker starts (Kafka's documented order for an inter-broker SCRAM login: kafka-configs
+// --zookeeper writes /config/users/<u> into an empty ZooKeeper), so --entity-type users does not
+// require /brokers/ids.
+func TestUserSCRAMConfigsBeforeAnyBroker(t *testing.T) {
+	srv := zktest.Start(t)
+	e := newEnv(t, srv, "")
+	if ok, _, err := e.raw.Exists("/brokers/ids"); err != nil || ok {
+		t.Fatalf("/brokers/ids exists (%v) before any broker: %v", ok, err)
+	}
+	zkArg := "--zookeeper=" + e.connect()
+	out := mustOK(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--entity-name", "admin",
+		"--add-config", "SCRAM-SHA-512=[password=admin-pw]"))
+	if out != "Completed Updating config for entity: user-principal 'admin'.\n" {
+		t.Fatalf("alter output %q", out)
+	}
+	if z := e.znode("/config/users/admin"); !strings.Contains(z, `"SCRAM-SHA-512":"salt=`) {
+		t.Fatalf("znode %s", z)
+	}
+	out = mustOK(t, run("configs", zkArg, "--describe", "--entity-type", "users", "--entity-name", "admin"))
+	if out != "Configs for user-principal 'admin' are SCRAM-SHA-512=iterations=4096\n" {
+		t.Fatalf("describe output %q", out)
+	}
+}
