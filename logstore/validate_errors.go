@@ -21,11 +21,11 @@ type RecordError struct {
 	Batch      int   // the batch's index in the appended records (0 for a produce)
 	BatchIndex int32 // the record's index in its batch (ProduceResponse v8 batch_index)
 
-	kind      recordErrorKind
-	record    recordFacts
-	expected  int64 // recordNotIncremental: the offset expected
-	nowMs     int64 // recordTimestampOutOfRange: the broker's clock
-	diffMs    int64 // recordTimestampOutOfRange: message.timestamp.difference.max.ms
+	kind     recordErrorKind
+	record   recordFacts
+	expected int64 // recordNotIncremental: the offset expected
+	nowMs    int64 // recordTimestampOutOfRange: the broker's clock
+	diffMs   int64 // recordTimestampOutOfRange: message.timestamp.difference.max.ms
 }
 
 type recordErrorKind uint8

@@ -145,7 +145,7 @@ func TestRecordErrorsInKafkasOrder(t *testing.T) {
 	lateAndGap[1].tsDelta, lateAndGap[1].delta = 9000, 9 // timestamp before offsets
 	twoBad := keyed(4)
 	twoBad[1].delta, twoBad[3].key = 5, nil // the first bad record
-	latLate := keyed(2)                      // a LogAppendTime batch: records take maxTimestamp, range first
+	latLate := keyed(2)                     // a LogAppendTime batch: records take maxTimestamp, range first
 
 	trailingKeyless := keyed(2)
 	trailingKeyless[1].key = nil
