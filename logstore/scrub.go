@@ -3,7 +3,6 @@ package logstore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"time"
 )
 
@@ -17,10 +16,10 @@ const (
 	scrubStepBytes      = 1 << 20
 )
 
-// runScrub verifies the unverified segments of every log until all are verified or ctx is
-// done (started by RunBackground).
-func (m *Manager) runScrub(ctx context.Context) {
-	for _, l := range m.All() {
+// scrubLogs verifies the unverified segments of every log of logs until all are verified or ctx
+// is done (started by RunBackground over every log of the Manager).
+func scrubLogs(ctx context.Context, logs map[TopicPartition]*Log) {
+	for _, l := range logs {
 		for {
 			if ctx.Err() != nil {
 				return
@@ -84,31 +83,4 @@ func (l *Log) Unverified() int {
 		}
 	}
 	return n
-}
-
-// writeCorruptionCheckpoint writes dir's recovery-point checkpoint after a corrupt batch was
-// found in one of its logs, the dir being offline already (so nothing else writes there any
-// more): each log's recovery point, lowered to the base offset of its corrupt segment, so the
-// next start recovers that segment. It is the one write to an offline dir: the dir's I/O did
-// not fail, its stored data did.
-func (m *Manager) writeCorruptionCheckpoint(dir string) error {
-	m.checkpointMu.Lock()
-	defer m.checkpointMu.Unlock()
-	recovery := map[TopicPartition]int64{}
-	m.mu.RLock()
-	for tp, l := range m.logs {
-		if m.dirOf[tp] == dir {
-			rp := l.status().recoveryPoint
-			if c := l.corruptFrom.Load(); c >= 0 {
-				rp = min(rp, c)
-			}
-			recovery[tp] = rp
-		}
-	}
-	m.mu.RUnlock()
-	path := filepath.Join(dir, recoveryPointCheckpointFile)
-	m.writtenMu.Lock()
-	delete(m.written, path)
-	m.writtenMu.Unlock()
-	return writeOffsetCheckpoint(m.fs, path, recovery)
 }

@@ -360,7 +360,7 @@ func TestTruncationPreparedThenAbortedOrStale(t *testing.T) {
 	}
 	l.SetHighWatermark(120)
 	l.MaybeIncrementLogStartOffset(60)
-	if n, err := l.DeleteOldSegments(m.now()); err != nil || n != 2 {
+	if n, err := l.DeleteOldSegments(m.clock.now()); err != nil || n != 2 {
 		t.Fatalf("retention: %d, %v", n, err)
 	}
 	if err := p.Commit(); err != nil || l.LogEndOffset() != 40 || l.LogStartOffset() != 40 {

@@ -134,7 +134,7 @@ func TestScrubFindsCorruptBatch(t *testing.T) {
 	dirs, cfg, tp := corruptFixture(t)
 	m, _ := openTestManager(t, dirs, cfg, nil)
 	defer m.Close()
-	m.runScrub(context.Background())
+	scrubLogs(context.Background(), m.All())
 	select {
 	case <-m.LogDirFailures():
 	default:
@@ -179,7 +179,7 @@ func TestScrubVerifiesEverySegmentOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m2.runScrub(ctx)
+	scrubLogs(ctx, m2.All())
 	if n := l2.Unverified(); n != 0 || l2.Offline() {
 		t.Fatalf("%d unverified segments after the scrub (offline %v)", n, l2.Offline())
 	}
