@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -52,9 +51,8 @@ type Log struct {
 	// (the Manager's; nil for a log without one, in tests). A truncation calls it before
 	// returning.
 	checkpointOffsets func() error
-	// truncHook (tests) is called before each step of a truncation; an error stands for that
-	// step's failure, errTruncationStopped for a crash before it.
-	truncHook func(step string) error
+	// truncHook (tests) is called before each step of a truncation (truncate_swap.go).
+	truncHook truncationHook
 
 	// guarded by mu (writers also hold appendMu)
 	cfg           Config
@@ -87,9 +85,9 @@ type Log struct {
 	// health is the log dir's online state (logdir_failure.go), set by the Manager before the
 	// log is published; nil for a standalone log.
 	health *dirHealth
-	// corruptFrom is the base offset of the lowest segment found corrupt below the recovery
-	// point, -1 if none; corruptLogged the last such ERROR's time (verify.go).
-	corruptFrom, corruptLogged atomic.Int64
+	// corrupt: the corrupt batches found below the recovery point, and the scrubbing of the
+	// segments loaded without recovery (verify.go, scrub.go).
+	corrupt logCorruption
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -134,7 +132,8 @@ func openLog(p loadParams) (*Log, error) {
 		checkpointOffsets: p.checkpointOffsets,
 	}
 	l.flusher.l = l
-	l.corruptFrom.Store(-1)
+	l.corrupt.l = l
+	l.corrupt.from.Store(-1)
 	ld := &logLoader{dir: l.dir, fs: l.fs, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
 	var err error
 	// A directory this call creates is empty: nothing to recover, no leftovers, no checkpoint
@@ -219,30 +218,31 @@ func (l *Log) SetHighWatermark(hw int64) {
 // followers pass the LEO, which no stored batch reaches. startOffset below the log start or above the LEO is ErrOffsetOutOfRange;
 // startOffset == LEO returns no bytes.
 func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	b, err := l.read(startOffset, maxBytes, maxOffset, minOneBatch)
-	return b, l.checkCorruption(err) // a bad batch below the recovery point (verify.go)
+	b, err := func() ([]byte, error) {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		if empty, err := l.readableLocked(startOffset, maxOffset); empty || err != nil {
+			return nil, err
+		}
+		return l.segs.read(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
+	}()
+	return b, l.corrupt.check(err) // a bad batch below the recovery point (verify.go)
 }
 
-func (l *Log) read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+// readableLocked checks a read from startOffset that stops before maxOffset (mu held for
+// reading): ErrClosed, the dir's offline error or ErrOffsetOutOfRange (startOffset below the log
+// start or above the LEO), else whether it reads nothing (at the LEO, or at or above maxOffset).
+func (l *Log) readableLocked(startOffset, maxOffset int64) (empty bool, err error) {
 	if l.closed {
-		return nil, ErrClosed
+		return false, ErrClosed
 	}
 	if err := l.health.check(); err != nil {
-		return nil, err
+		return false, err
 	}
 	if startOffset < l.logStart || startOffset > l.leo {
-		return nil, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
+		return false, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
 	}
-	if startOffset == l.leo || startOffset >= maxOffset {
-		return nil, nil
-	}
-	budget := int64(maxBytes)
-	if budget < 0 {
-		budget = 0
-	}
-	return l.segs.read(startOffset, budget, maxOffset, l.leo, minOneBatch, l.recent)
+	return startOffset == l.leo || startOffset >= maxOffset, nil
 }
 
 // OffsetForTimestamp finds the first record whose timestamp is >= ts (ListOffsets by time),

@@ -204,7 +204,7 @@ func (c *logCheckpoints) writeCorruptionCheckpoint(dir string) error {
 	for tp, l := range m.logs {
 		if m.dirOf[tp] == dir {
 			rp := l.status().recoveryPoint
-			if from := l.corruptFrom.Load(); from >= 0 {
+			if from := l.corrupt.from.Load(); from >= 0 {
 				rp = min(rp, from)
 			}
 			recovery[tp] = rp

@@ -24,7 +24,7 @@ func scrubLogs(ctx context.Context, logs map[TopicPartition]*Log) {
 			if ctx.Err() != nil {
 				return
 			}
-			n, more := l.scrubStep(scrubStepBytes)
+			n, more := l.corrupt.scrubStep(scrubStepBytes)
 			if n > 0 {
 				t := time.NewTimer(time.Duration(n) * time.Second / scrubBytesPerSecond)
 				select {
@@ -43,8 +43,9 @@ func scrubLogs(ctx context.Context, logs map[TopicPartition]*Log) {
 
 // scrubStep verifies up to limit bytes of the log's first unverified segment and returns the
 // bytes read and whether anything may be left to verify. A bad batch is handled as a read's
-// (checkCorruption) and ends the log's scrub.
-func (l *Log) scrubStep(limit int64) (int64, bool) {
+// (check) and ends the log's scrub.
+func (c *logCorruption) scrubStep(limit int64) (int64, bool) {
+	l := c.l
 	l.mu.RLock()
 	if l.closed || l.health.check() != nil {
 		l.mu.RUnlock()
@@ -63,7 +64,7 @@ func (l *Log) scrubStep(limit int64) (int64, bool) {
 	}
 	l.mu.RUnlock()
 	if err != nil {
-		if cerr := l.checkCorruption(err); !errors.Is(cerr, ErrLogDirOffline) {
+		if cerr := c.check(err); !errors.Is(cerr, ErrLogDirOffline) {
 			l.log.WithError(cerr).Warn("scrubbing a segment")
 		}
 		return n, false
@@ -71,9 +72,10 @@ func (l *Log) scrubStep(limit int64) (int64, bool) {
 	return n, more
 }
 
-// Unverified reports how many of the log's segments hold bytes not CRC-checked since they
+// unverified reports how many of the log's segments hold bytes not CRC-checked since they
 // were loaded (tests, diagnostics).
-func (l *Log) Unverified() int {
+func (c *logCorruption) unverified() int {
+	l := c.l
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	n := 0
