@@ -119,7 +119,7 @@ var faultCases = []faultCase{
 		name: "assignEpoch",
 		op: func(e *faultEnv) error {
 			e.epoch = 3
-			e.l.AssignEpochStartOffset(e.epoch, e.l.LogEndOffset())
+			e.l.LeaderEpochCache().Assign(e.epoch, e.l.LogEndOffset())
 			if err := e.appendN(1); err != nil {
 				return err
 			}

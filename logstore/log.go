@@ -194,13 +194,6 @@ func (l *Log) LogStartOffset() int64 {
 	return l.logStart
 }
 
-// RecoveryPoint is the offset below which everything has been fsynced.
-func (l *Log) RecoveryPoint() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.recoveryPoint
-}
-
 // SetHighWatermark tells the log the partition's HW; retention never deletes a segment that
 // ends above it (Kafka's deletableSegments bound). The manager sets it from
 // CheckpointHighWatermarks; without one, retention is bounded by the LEO only.
@@ -258,18 +251,23 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 	return l.segs.offsetForTimestamp(ts, l.logStart)
 }
 
-// logStatus is what the manager reads of a log in one look: the offsets it checkpoints,
-// whether the log is closed, and whether its topic configuration was applied.
+// logStatus is what the manager reads of a log in one look: the offsets it checkpoints (the
+// recovery point, below which everything has been fsynced; the log start; the cleaner
+// checkpoint, the first dirty offset as last checkpointed by the cleaner, -1 if the log was never
+// cleaned), whether the log is closed, whether its topic configuration was applied, and its
+// number of segments (the NumLogSegments gauge).
 type logStatus struct {
-	recoveryPoint, logStart int64
-	closed, configured      bool
+	recoveryPoint, logStart, cleanerCheckpoint int64
+	closed, configured                         bool
+	segments                                   int
 }
 
 // status returns the log's logStatus.
 func (l *Log) status() logStatus {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return logStatus{recoveryPoint: l.recoveryPoint, logStart: l.logStart, closed: l.closed, configured: l.configured}
+	return logStatus{recoveryPoint: l.recoveryPoint, logStart: l.logStart, cleanerCheckpoint: l.cleaning.checkpoint,
+		closed: l.closed, configured: l.configured, segments: len(l.segs)}
 }
 
 // Close flushes the log (data, indexes with the final time index entry) and closes its

@@ -16,13 +16,6 @@ func LogMetricName(name string, tp TopicPartition) string {
 	return "kafka.log:type=Log,name=" + name + ",topic=" + tp.Topic + ",partition=" + strconv.Itoa(int(tp.Partition))
 }
 
-// NumLogSegments is the number of segments.
-func (l *Log) NumLogSegments() int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.segs)
-}
-
 // SetMetricsRegistry registers the Log gauges of every log in reg; from then on GetOrCreate
 // and Delete keep reg in step with the logs.
 func (m *Manager) SetMetricsRegistry(reg metrics.Registry) {
@@ -52,7 +45,7 @@ func (g *logGauges) registerLog(tp TopicPartition, l *Log) {
 		"Size":           l.Size,
 		"LogStartOffset": l.LogStartOffset,
 		"LogEndOffset":   l.LogEndOffset,
-		"NumLogSegments": func() int64 { return int64(l.NumLogSegments()) },
+		"NumLogSegments": func() int64 { return int64(l.status().segments) },
 	}
 	for _, name := range logGaugeNames {
 		n := LogMetricName(name, tp)

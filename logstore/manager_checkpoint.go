@@ -183,7 +183,7 @@ func (c *logCheckpoints) writeCleanerCheckpointsLocked() error {
 	m := c.m
 	m.mu.RLock()
 	perDir := c.perDir(func(_ TopicPartition, l *Log) (int64, bool) {
-		cp := l.CleanerCheckpoint()
+		cp := l.status().cleanerCheckpoint
 		return cp, cp >= 0
 	})
 	m.mu.RUnlock()

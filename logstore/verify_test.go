@@ -99,7 +99,7 @@ func TestCorruptBatchBelowRecoveryPointNotServed(t *testing.T) {
 	default:
 		t.Fatal("the dir was not reported failed")
 	}
-	if rp := l.RecoveryPoint(); rp != 8 {
+	if rp := l.status().recoveryPoint; rp != 8 {
 		t.Fatalf("recovery point %d, want 8", rp)
 	}
 	cp, err := readOffsetCheckpoint(osFS{}, filepath.Join(dirs[0], recoveryPointCheckpointFile))
@@ -140,7 +140,7 @@ func TestScrubFindsCorruptBatch(t *testing.T) {
 	default:
 		t.Fatal("the scrubber did not fail the dir")
 	}
-	if rp := m.Get(tp).RecoveryPoint(); rp != 8 {
+	if rp := m.Get(tp).status().recoveryPoint; rp != 8 {
 		t.Fatalf("recovery point %d, want 8", rp)
 	}
 	if _, err := m.Get(tp).Read(0, 1<<20, 8, false); !isErr(err, ErrLogDirOffline) {
