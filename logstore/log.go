@@ -30,10 +30,12 @@ type AppendInfo struct {
 // Log holds the locks and the published offsets and is the API the replica manager uses; the
 // work is done by the parts it owns, each under the locks named at its field: the segment list
 // and its lookups (segmentList, segments.go), the leader epoch cache and its checkpoint file
-// (leaderEpochs, epoch.go), the flush policy and fsyncs (logFlusher, flush.go), the log
-// cleaner's state in this log (cleaningState, cleaner_swap.go) and, at open, the loader that
-// recovers the segments (logLoader, loader.go). Appends are in append.go, truncation in
-// truncate.go, retention in retention.go.
+// (leaderEpochs, epoch_file.go, whose API is LeaderEpochCache), the flush policy and fsyncs
+// (logFlusher, flush.go), the corrupt batches found below the recovery point and the scrubbing
+// of unverified segments (logCorruption, verify.go and scrub.go), the log cleaner's state in
+// this log (cleaningState, cleaner_swap.go) and, at open, the loader that recovers the segments
+// (logLoader, loader.go). Appends are in append.go, truncation in truncate.go and
+// truncate_swap.go (PreparedTruncation), retention in retention.go.
 type Log struct {
 	logDir
 	fs  FS // the file-system seam (fs.go); never nil

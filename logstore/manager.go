@@ -14,7 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Manager owns the log dirs and every partition log in them (Kafka's LogManager).
+// Manager owns the log dirs and every partition log in them (Kafka's LogManager). This file
+// holds the log map (Get, GetOrCreate, Delete) and Close; Open and the loading of the dirs are
+// in manager_open.go, the offset checkpoint files in manager_checkpoint.go (logCheckpoints),
+// the background tasks in manager_background.go, the offline dirs in logdir_failure.go and the
+// cleaner in cleaner*.go.
 type Manager struct {
 	fs       FS // the file-system seam (fs.go); the OS FS unless a test injects one
 	dirs     []string
