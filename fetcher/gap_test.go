@@ -65,7 +65,7 @@ func (s *storeLocal) LatestEpoch(tp TopicPartition) (int32, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	e, ok := l.LatestEpoch()
+	e, ok := l.LeaderEpochCache().LatestEpoch()
 	return e, ok, nil
 }
 
@@ -74,7 +74,7 @@ func (s *storeLocal) EndOffsetForEpoch(tp TopicPartition, epoch int32) (int32, i
 	if err != nil {
 		return 0, 0, err
 	}
-	e, off := l.EndOffsetForEpoch(epoch)
+	e, off := l.LeaderEpochCache().EndOffsetFor(epoch)
 	return e, off, nil
 }
 

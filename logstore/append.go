@@ -202,7 +202,7 @@ func (l *Log) appendLocked(records []byte, hs []BatchHeader) (AppendInfo, error)
 		epochs = l.epochs.snapshot()
 	}
 	// Under mu as well as appendMu: readers decide from writebackFrom which data is resident.
-	l.writebackLocked(seg, now)
+	l.writebackRing = l.writeback.appended(l.writebackRing, seg, now)
 	l.mu.Unlock()
 	if epochsChanged {
 		// New entries only: written by the flush that raises the recovery point past these

@@ -121,7 +121,7 @@ func (m *Manager) StartCleaner(cfg CleanerConfig) {
 		m: m, cfg: cfg, static: cfg, log: m.log.WithField("component", "cleaner"),
 		wake:       make(chan struct{}, 1),
 		inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
-		timeOfLastRun: m.now(), lastStats: make([]cleanerStats, cfg.Threads),
+		timeOfLastRun: m.clock.now(), lastStats: make([]cleanerStats, cfg.Threads),
 	}
 	c.restartMu.Lock()
 	m.cleaner = c
@@ -189,7 +189,7 @@ func (c *cleaner) registerMetrics() {
 	gauge("kafka.log:type=LogCleanerManager,name=time-since-last-run-ms", func() int64 {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.m.now().Sub(c.timeOfLastRun).Milliseconds()
+		return c.m.clock.now().Sub(c.timeOfLastRun).Milliseconds()
 	})
 }
 
@@ -234,7 +234,7 @@ func (t logToClean) ratio() float64 {
 
 // grabFilthiestLog picks the log to clean and marks it in progress (grabFilthiestCompactedLog).
 func (c *cleaner) grabFilthiestLog() (logToClean, bool) {
-	now := c.m.now()
+	now := c.m.clock.now()
 	logs := c.m.All()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -336,26 +336,8 @@ func (c *cleaner) doneCleaning(l *Log, stats cleanerStats, threadID int, ok bool
 	}
 	c.mu.Unlock()
 	if ok {
-		if err := c.m.writeCleanerCheckpoints(); err != nil {
+		if err := c.m.checkpoints.writeCleanerCheckpoints(); err != nil {
 			l.log.WithError(err).Warn("writing cleaner-offset-checkpoint")
 		}
 	}
-}
-
-// writeCleanerCheckpoints writes cleaner-offset-checkpoint in every log dir for its cleaned logs.
-func (m *Manager) writeCleanerCheckpoints() error {
-	m.checkpointMu.Lock()
-	defer m.checkpointMu.Unlock()
-	return m.writeCleanerCheckpointsLocked()
-}
-
-// writeCleanerCheckpointsLocked is writeCleanerCheckpoints with checkpointMu held.
-func (m *Manager) writeCleanerCheckpointsLocked() error {
-	m.mu.RLock()
-	perDir := m.perDir(func(_ TopicPartition, l *Log) (int64, bool) {
-		cp := l.CleanerCheckpoint()
-		return cp, cp >= 0
-	})
-	m.mu.RUnlock()
-	return m.writePerDir(cleanerCheckpointFile, perDir)
 }

@@ -27,7 +27,7 @@ func TestReconfigureCleanerRestartsThreads(t *testing.T) {
 
 	m.ReconfigureCleaner(CleanerOverrides{Threads: 2, Backoff: 10 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
-	for l.CleanerCheckpoint() <= 0 {
+	for l.status().cleanerCheckpoint <= 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the reconfigured cleaner never cleaned the dirty log")
 		}

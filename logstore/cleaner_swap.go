@@ -34,14 +34,6 @@ func (c *cleaningState) testStep(step string) bool { return c.testHook != nil &&
 // errSwapStopped: the test hook stopped a cleaning (tests simulating a crash).
 var errSwapStopped = errors.New("logstore: swap stopped by test hook")
 
-// CleanerCheckpoint returns the log's first dirty offset as last checkpointed by the cleaner,
-// -1 if it was never cleaned.
-func (l *Log) CleanerCheckpoint() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.cleaning.checkpoint
-}
-
 type segmentPaths struct{ log, index, timeIndex string }
 
 func cleanedPaths(dir string, base int64) segmentPaths {

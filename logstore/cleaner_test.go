@@ -23,7 +23,7 @@ func TestCleanerKeepsLatestValuePerKey(t *testing.T) {
 	fillKeys(t, l, 150, 20, ts, 3) // epoch 3 starts at 150
 	l.SetHighWatermark(l.LogEndOffset())
 	before, _ := readAll(t, l)
-	epochs := l.EpochEntries()
+	epochs := l.LeaderEpochCache().EpochEntries()
 	active := activeSegmentBytes(t, l)
 	leo := l.LogEndOffset()
 
@@ -31,7 +31,7 @@ func TestCleanerKeepsLatestValuePerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := l.CleanerCheckpoint()
+	end := l.status().cleanerCheckpoint
 	l.mu.RLock()
 	activeBase := l.segs[len(l.segs)-1].base
 	l.mu.RUnlock()
@@ -46,7 +46,7 @@ func TestCleanerKeepsLatestValuePerKey(t *testing.T) {
 	if !bytes.Equal(active, activeSegmentBytes(t, l)) {
 		t.Fatal("the active segment changed")
 	}
-	if got := l.EpochEntries(); !slices.Equal(got, epochs) {
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, epochs) {
 		t.Fatalf("epoch cache %v, want %v", got, epochs)
 	}
 	if l.LogEndOffset() != leo {
@@ -96,7 +96,7 @@ func TestCleanerStopsBelowHighWatermark(t *testing.T) {
 			t.Fatalf("record %d above the HW was removed", r.offset)
 		}
 	}
-	if end := l.CleanerCheckpoint(); end > 100 {
+	if end := l.status().cleanerCheckpoint; end > 100 {
 		t.Fatalf("cleaner checkpoint %d above the HW", end)
 	}
 }
@@ -125,7 +125,7 @@ func TestCleanerTombstonesAfterDeleteRetention(t *testing.T) {
 			}
 			l.SetHighWatermark(l.LogEndOffset())
 			before, after := cleanAndRead(t, l, clock.Now())
-			expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
+			expectCompacted(t, before, after, l.status().cleanerCheckpoint, true)
 			tombs := func(rs []readRec) int {
 				n := 0
 				for _, r := range rs {
@@ -162,7 +162,7 @@ func TestCleanerTombstonesAfterDeleteRetention(t *testing.T) {
 			if !tc.removed && got != 5 {
 				t.Fatalf("%d tombstones left before delete.retention.ms passed, want 5", got)
 			}
-			expectCompacted(t, before2, after2, l.CleanerCheckpoint(), !tc.removed)
+			expectCompacted(t, before2, after2, l.status().cleanerCheckpoint, !tc.removed)
 		})
 	}
 }
@@ -195,7 +195,7 @@ func TestCleanerCompactionLags(t *testing.T) {
 		t.Fatal("not due although the dirty records are older than max.compaction.lag.ms")
 	}
 	before, after := cleanAndRead(t, l, clock.Now())
-	expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
+	expectCompacted(t, before, after, l.status().cleanerCheckpoint, true)
 }
 
 // Compressed batches are decoded, cleaned and written back with their codec.
@@ -212,7 +212,7 @@ func TestCleanerCompressedBatches(t *testing.T) {
 			}
 			l.SetHighWatermark(l.LogEndOffset())
 			before, after := cleanAndRead(t, l, clock.Now())
-			expectCompacted(t, before, after, l.CleanerCheckpoint(), true)
+			expectCompacted(t, before, after, l.status().cleanerCheckpoint, true)
 			for _, r := range after {
 				if r.codec != codec {
 					t.Fatalf("record %d in a codec %d batch, want %d", r.offset, r.codec, codec)
@@ -345,7 +345,7 @@ func TestCleanerCrashDuringSwap(t *testing.T) {
 				t.Fatal(err)
 			}
 			final, _ := readAll(t, l2)
-			expectCompacted(t, after, final, l2.CleanerCheckpoint(), true)
+			expectCompacted(t, after, final, l2.status().cleanerCheckpoint, true)
 		})
 	}
 }
@@ -372,7 +372,7 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 			if _, err := cleanOnce(t, l, clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			cp := l.CleanerCheckpoint()
+			cp := l.status().cleanerCheckpoint
 			fillKeys(t, l, 300, 15, clock.Now().UnixMilli(), 1)
 			l.SetHighWatermark(l.LogEndOffset())
 			before, _ := readAll(t, l)
@@ -395,7 +395,7 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 			if _, err := cleanOnce(t, l, clock.Now()); !errors.Is(err, errCleaningAborted) {
 				t.Fatalf("cleaning not aborted by the truncation: %v", err)
 			}
-			if got := l.CleanerCheckpoint(); got > cut {
+			if got := l.status().cleanerCheckpoint; got > cut {
 				t.Fatalf("cleaner checkpoint %d above the truncation offset %d", got, cut)
 			}
 			if left := segmentFiles(t, l.dir, cleanedSuffix, swapSuffix); len(left) > 0 {
@@ -479,7 +479,7 @@ func TestCleanerOffsetMapFull(t *testing.T) {
 	if _, err := cleanOnceWith(t, l, clock.Now(), small); err != nil {
 		t.Fatal(err)
 	}
-	cp := l.CleanerCheckpoint()
+	cp := l.status().cleanerCheckpoint
 	if cp <= 0 || cp > 100 {
 		t.Fatalf("cleaner checkpoint %d after a full map of 90 keys", cp)
 	}
@@ -490,7 +490,7 @@ func TestCleanerOffsetMapFull(t *testing.T) {
 		if _, err := cleanOnceWith(t, l, clock.Now(), small); err != nil {
 			t.Fatal(err)
 		}
-		if cp = l.CleanerCheckpoint(); cp <= prev {
+		if cp = l.status().cleanerCheckpoint; cp <= prev {
 			t.Fatalf("no progress: checkpoint %d after %d", cp, prev)
 		}
 	}
@@ -559,10 +559,10 @@ func TestManagerCleanerCheckpoint(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling a file the cleaner writes; not synchronisation
 	}
-	if cps[tp] != l.CleanerCheckpoint() {
-		t.Fatalf("checkpoint file %d, log %d", cps[tp], l.CleanerCheckpoint())
+	if cps[tp] != l.status().cleanerCheckpoint {
+		t.Fatalf("checkpoint file %d, log %d", cps[tp], l.status().cleanerCheckpoint)
 	}
-	want := l.CleanerCheckpoint()
+	want := l.status().cleanerCheckpoint
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -572,8 +572,8 @@ func TestManagerCleanerCheckpoint(t *testing.T) {
 	}
 	defer m2.Close()
 	l2 := m2.Get(tp)
-	if l2.CleanerCheckpoint() != want {
-		t.Fatalf("reopened log's cleaner checkpoint %d, want %d", l2.CleanerCheckpoint(), want)
+	if l2.status().cleanerCheckpoint != want {
+		t.Fatalf("reopened log's cleaner checkpoint %d, want %d", l2.status().cleanerCheckpoint, want)
 	}
 	if _, ok := cleanableOffsets(l2, time.Now()); ok {
 		t.Fatal("a log loaded at Open is cleanable before its topic config arrived")

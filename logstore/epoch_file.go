@@ -110,18 +110,28 @@ func (e *leaderEpochs) syncBefore(offset int64) error {
 	return nil
 }
 
+// LeaderEpochCache is a log's leader epoch cache as the replica manager and the fetcher use it
+// (Kafka's Log.leaderEpochCache, a LeaderEpochFileCache): a handle on the Log that takes the
+// log's locks (the cache is guarded by its mu, written under its appendMu).
+type LeaderEpochCache struct{ l *Log }
+
+// LeaderEpochCache returns the log's leader epoch cache.
+func (l *Log) LeaderEpochCache() LeaderEpochCache { return LeaderEpochCache{l} }
+
 // LatestEpoch returns the latest cached leader epoch.
-func (l *Log) LatestEpoch() (int32, bool) {
+func (c LeaderEpochCache) LatestEpoch() (int32, bool) {
+	l := c.l
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	e, ok := l.epochs.latest()
 	return e.Epoch, ok
 }
 
-// AssignEpochStartOffset records (epoch -> startOffset) with epochCache.assign's semantics;
-// makeLeader records (new epoch -> LEO) (KIP-279 PR #5678). A change of the cache is written
-// to leader-epoch-checkpoint by the flush that needs it (persistDeferred).
-func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
+// Assign records (epoch -> startOffset) with epochCache.assign's semantics; makeLeader records
+// (new epoch -> LEO) (KIP-279 PR #5678). A change of the cache is written to
+// leader-epoch-checkpoint by the flush that needs it (persistDeferred).
+func (c LeaderEpochCache) Assign(epoch int32, startOffset int64) {
+	l := c.l
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.health.check() != nil {
@@ -139,17 +149,19 @@ func (l *Log) AssignEpochStartOffset(epoch int32, startOffset int64) {
 	}
 }
 
-// EndOffsetForEpoch answers OffsetsForLeaderEpoch (KIP-101/KIP-279): the largest cached epoch
-// <= requested and its end offset, which is the start offset of the next larger epoch, or
-// the LEO for the latest epoch. See epochCache.endOffsetFor for the edge cases.
-func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+// EndOffsetFor answers OffsetsForLeaderEpoch (KIP-101/KIP-279): the largest cached epoch <=
+// requested and its end offset, which is the start offset of the next larger epoch, or the LEO
+// for the latest epoch. See epochCache.endOffsetFor for the edge cases.
+func (c LeaderEpochCache) EndOffsetFor(epoch int32) (int32, int64) {
+	l := c.l
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.epochs.endOffsetFor(epoch, l.leo)
 }
 
 // EpochEntries returns a copy of the leader epoch cache.
-func (l *Log) EpochEntries() []EpochEntry {
+func (c LeaderEpochCache) EpochEntries() []EpochEntry {
+	l := c.l
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.epochs.snapshot()

@@ -79,7 +79,7 @@ func TestEpochCacheTruncateFromStartAtAnEntryStart(t *testing.T) {
 func TestAppendAsFollowerOlderEpochReplacesStaleEntry(t *testing.T) {
 	l := newTestLog(t, testConfig(), nil)
 	mustAppend(t, l, testBatch{records: 5}.build(), 1)
-	l.AssignEpochStartOffset(2, l.LogEndOffset()) // became leader in epoch 2, wrote nothing
+	l.LeaderEpochCache().Assign(2, l.LogEndOffset()) // became leader in epoch 2, wrote nothing
 	src := newTestLog(t, testConfig(), nil)
 	mustAppend(t, src, testBatch{records: 5}.build(), 1)
 	mustAppend(t, src, testBatch{records: 3}.build(), 1)
@@ -90,10 +90,10 @@ func TestAppendAsFollowerOlderEpochReplacesStaleEntry(t *testing.T) {
 	if _, err := l.AppendAsFollower(rest); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{1, 5}}) {
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, []EpochEntry{{1, 5}}) {
 		t.Fatalf("epoch cache %v, want [{1 5}] (Kafka's assign drops 2@5)", got)
 	}
-	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != 8 {
+	if e, end := l.LeaderEpochCache().EndOffsetFor(1); e != 1 || end != 8 {
 		t.Fatalf("EndOffsetForEpoch(1) = (%d, %d), want (1, 8)", e, end)
 	}
 }
@@ -135,7 +135,7 @@ func TestK1_KIP279Example(t *testing.T) {
 	a := newTestLog(t, testConfig(), nil)
 	b := newTestLog(t, testConfig(), nil)
 	// (1) A leads e1 and writes 0:e1 and 1:e1; only 0 reaches B.
-	a.AssignEpochStartOffset(1, a.LogEndOffset())
+	a.LeaderEpochCache().Assign(1, a.LogEndOffset())
 	mustAppend(t, a, testBatch{records: 1}.build(), 1)
 	mustAppend(t, a, testBatch{records: 1}.build(), 1)
 	first, _ := a.Read(0, 1<<20, 1, false)
@@ -143,20 +143,20 @@ func TestK1_KIP279Example(t *testing.T) {
 		t.Fatal(err)
 	}
 	// (2) B leads e2 and writes 1:e2 and 2:e2.
-	b.AssignEpochStartOffset(2, b.LogEndOffset())
+	b.LeaderEpochCache().Assign(2, b.LogEndOffset())
 	mustAppend(t, b, testBatch{records: 1}.build(), 2)
 	mustAppend(t, b, testBatch{records: 1}.build(), 2)
 	// (3) B dies; A is uncleanly elected for e3 and writes 2:e3.
-	a.AssignEpochStartOffset(3, a.LogEndOffset())
+	a.LeaderEpochCache().Assign(3, a.LogEndOffset())
 	mustAppend(t, a, testBatch{records: 1}.build(), 3)
 	// (4) B asks A for the end of its latest epoch, e2.
-	latest, _ := b.LatestEpoch()
-	epoch, end := a.EndOffsetForEpoch(latest)
+	latest, _ := b.LeaderEpochCache().LatestEpoch()
+	epoch, end := a.LeaderEpochCache().EndOffsetFor(latest)
 	if epoch != 1 || end != 2 {
 		t.Fatalf("A answers (%d, %d), want (1, 2)", epoch, end)
 	}
 	// B does not hold epoch 2 on A's side: it takes its own end for epoch 1 and truncates.
-	_, ownEnd := b.EndOffsetForEpoch(epoch)
+	_, ownEnd := b.LeaderEpochCache().EndOffsetFor(epoch)
 	target := min(end, ownEnd, b.LogEndOffset())
 	if target != 1 {
 		t.Fatalf("truncation target %d", target)
@@ -175,16 +175,16 @@ func TestK1_KIP279Example(t *testing.T) {
 	if !bytes.Equal(all(a), all(b)) {
 		t.Fatal("replicas diverge after KIP-279 truncation")
 	}
-	if ea, eb := a.EpochEntries(), b.EpochEntries(); len(ea) != len(eb) || eb[len(eb)-1] != (EpochEntry{3, 2}) {
+	if ea, eb := a.LeaderEpochCache().EpochEntries(), b.LeaderEpochCache().EpochEntries(); len(ea) != len(eb) || eb[len(eb)-1] != (EpochEntry{3, 2}) {
 		t.Fatalf("epoch caches A %+v B %+v", ea, eb)
 	}
 }
 
 func TestLeaderEpochCheckpointPersisted(t *testing.T) {
 	l := newTestLog(t, testConfig(), nil)
-	l.AssignEpochStartOffset(3, 0)
+	l.LeaderEpochCache().Assign(3, 0)
 	mustAppend(t, l, testBatch{records: 4}.build(), 3)
-	l.AssignEpochStartOffset(5, 4)
+	l.LeaderEpochCache().Assign(5, 4)
 	// Written by the flush that moves the recovery point past the entries (persistDeferred).
 	if _, err := os.Stat(filepath.Join(l.Dir(), leaderEpochCheckpointFile)); !os.IsNotExist(err) {
 		t.Fatalf("checkpoint written before a flush (stat: %v)", err)

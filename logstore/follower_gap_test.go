@@ -48,7 +48,7 @@ func TestAppendAsFollowerAcrossCompactionGap(t *testing.T) {
 	if l.LogEndOffset() != 17 {
 		t.Fatalf("LEO %d, want 17", l.LogEndOffset())
 	}
-	if got := l.EpochEntries(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 2, StartOffset: 10}) {
+	if got := l.LeaderEpochCache().EpochEntries(); len(got) != 2 || got[1] != (EpochEntry{Epoch: 2, StartOffset: 10}) {
 		t.Fatalf("epochs %+v, want epoch 2 from 10", got)
 	}
 	check := func(l *Log, what string) {
@@ -121,8 +121,8 @@ func TestAppendAsFollowerGapBeyondRelativeOffsetRange(t *testing.T) {
 	if _, err := l.AppendAsFollower(bFar); err != nil {
 		t.Fatalf("follower append at %d with LEO 1: %v", far, err)
 	}
-	if l.LogEndOffset() != far+2 || l.NumLogSegments() != 2 {
-		t.Fatalf("LEO %d, %d segments; want %d, 2", l.LogEndOffset(), l.NumLogSegments(), far+2)
+	if l.LogEndOffset() != far+2 || l.status().segments != 2 {
+		t.Fatalf("LEO %d, %d segments; want %d, 2", l.LogEndOffset(), l.status().segments, far+2)
 	}
 	l.mu.RLock()
 	base := l.segs.active().base

@@ -119,7 +119,7 @@ var faultCases = []faultCase{
 		name: "assignEpoch",
 		op: func(e *faultEnv) error {
 			e.epoch = 3
-			e.l.AssignEpochStartOffset(e.epoch, e.l.LogEndOffset())
+			e.l.LeaderEpochCache().Assign(e.epoch, e.l.LogEndOffset())
 			if err := e.appendN(1); err != nil {
 				return err
 			}
@@ -201,7 +201,7 @@ func (e *faultEnv) cleanOnce() bool {
 	c := &cleaner{
 		m: e.m, cfg: CleanerConfig{Enable: true, Threads: 1, DedupeBufferSize: 1 << 20}, log: e.m.log,
 		wake: make(chan struct{}, 1), inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{},
-		timeOfLastRun: e.m.now(), lastStats: make([]cleanerStats, 1),
+		timeOfLastRun: e.m.clock.now(), lastStats: make([]cleanerStats, 1),
 	}
 	th := &cleanerThread{c: c}
 	return th.cleanFilthiestLog(context.Background())

@@ -130,7 +130,7 @@ func newFaultEnv(t *testing.T, c faultCase) *faultEnv {
 	if c.setup != nil {
 		c.setup(e)
 	}
-	e.flushed = e.l.RecoveryPoint()
+	e.flushed = e.l.status().recoveryPoint
 	return e
 }
 
@@ -275,7 +275,7 @@ func (e *faultEnv) probe() {
 		_ = l.Flush()
 		_ = l.TruncateTo(l.LogEndOffset() - 1)
 		l.MaybeIncrementLogStartOffset(l.LogStartOffset() + 1)
-		l.AssignEpochStartOffset(e.epoch+5, l.LogEndOffset())
+		l.LeaderEpochCache().Assign(e.epoch+5, l.LogEndOffset())
 		_, _ = l.DeleteOldSegments(e.clock.Now().Add(1000 * time.Hour))
 		l.SetHighWatermark(l.LogEndOffset())
 		e.cleanOnce()

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -31,10 +30,12 @@ type AppendInfo struct {
 // Log holds the locks and the published offsets and is the API the replica manager uses; the
 // work is done by the parts it owns, each under the locks named at its field: the segment list
 // and its lookups (segmentList, segments.go), the leader epoch cache and its checkpoint file
-// (leaderEpochs, epoch.go), the flush policy and fsyncs (logFlusher, flush.go), the log
-// cleaner's state in this log (cleaningState, cleaner_swap.go) and, at open, the loader that
-// recovers the segments (logLoader, loader.go). Appends are in append.go, truncation in
-// truncate.go, retention in retention.go.
+// (leaderEpochs, epoch_file.go, whose API is LeaderEpochCache), the flush policy and fsyncs
+// (logFlusher, flush.go), the corrupt batches found below the recovery point and the scrubbing
+// of unverified segments (logCorruption, verify.go and scrub.go), the log cleaner's state in
+// this log (cleaningState, cleaner_swap.go) and, at open, the loader that recovers the segments
+// (logLoader, loader.go). Appends are in append.go, truncation in truncate.go and
+// truncate_swap.go (PreparedTruncation), retention in retention.go.
 type Log struct {
 	logDir
 	fs  FS // the file-system seam (fs.go); never nil
@@ -52,9 +53,8 @@ type Log struct {
 	// (the Manager's; nil for a log without one, in tests). A truncation calls it before
 	// returning.
 	checkpointOffsets func() error
-	// truncHook (tests) is called before each step of a truncation; an error stands for that
-	// step's failure, errTruncationStopped for a crash before it.
-	truncHook func(step string) error
+	// truncHook (tests) is called before each step of a truncation (truncate_swap.go).
+	truncHook truncationHook
 
 	// guarded by mu (writers also hold appendMu)
 	cfg           Config
@@ -87,9 +87,9 @@ type Log struct {
 	// health is the log dir's online state (logdir_failure.go), set by the Manager before the
 	// log is published; nil for a standalone log.
 	health *dirHealth
-	// corruptFrom is the base offset of the lowest segment found corrupt below the recovery
-	// point, -1 if none; corruptLogged the last such ERROR's time (verify.go).
-	corruptFrom, corruptLogged atomic.Int64
+	// corrupt: the corrupt batches found below the recovery point, and the scrubbing of the
+	// segments loaded without recovery (verify.go, scrub.go).
+	corrupt logCorruption
 }
 
 // logDir names a partition's log directory `<topic>-<partition>`.
@@ -134,7 +134,8 @@ func openLog(p loadParams) (*Log, error) {
 		checkpointOffsets: p.checkpointOffsets,
 	}
 	l.flusher.l = l
-	l.corruptFrom.Store(-1)
+	l.corrupt.l = l
+	l.corrupt.from.Store(-1)
 	ld := &logLoader{dir: l.dir, fs: l.fs, log: l.log, now: l.now, interval: l.cfg.IndexIntervalBytes, epochs: &l.epochs}
 	var err error
 	// A directory this call creates is empty: nothing to recover, no leftovers, no checkpoint
@@ -195,13 +196,6 @@ func (l *Log) LogStartOffset() int64 {
 	return l.logStart
 }
 
-// RecoveryPoint is the offset below which everything has been fsynced.
-func (l *Log) RecoveryPoint() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.recoveryPoint
-}
-
 // SetHighWatermark tells the log the partition's HW; retention never deletes a segment that
 // ends above it (Kafka's deletableSegments bound). The manager sets it from
 // CheckpointHighWatermarks; without one, retention is bounded by the LEO only.
@@ -219,30 +213,31 @@ func (l *Log) SetHighWatermark(hw int64) {
 // followers pass the LEO, which no stored batch reaches. startOffset below the log start or above the LEO is ErrOffsetOutOfRange;
 // startOffset == LEO returns no bytes.
 func (l *Log) Read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	b, err := l.read(startOffset, maxBytes, maxOffset, minOneBatch)
-	return b, l.checkCorruption(err) // a bad batch below the recovery point (verify.go)
+	b, err := func() ([]byte, error) {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		if empty, err := l.readableLocked(startOffset, maxOffset); empty || err != nil {
+			return nil, err
+		}
+		return l.segs.read(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
+	}()
+	return b, l.corrupt.check(err) // a bad batch below the recovery point (verify.go)
 }
 
-func (l *Log) read(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+// readableLocked checks a read from startOffset that stops before maxOffset (mu held for
+// reading): ErrClosed, the dir's offline error or ErrOffsetOutOfRange (startOffset below the log
+// start or above the LEO), else whether it reads nothing (at the LEO, or at or above maxOffset).
+func (l *Log) readableLocked(startOffset, maxOffset int64) (empty bool, err error) {
 	if l.closed {
-		return nil, ErrClosed
+		return false, ErrClosed
 	}
 	if err := l.health.check(); err != nil {
-		return nil, err
+		return false, err
 	}
 	if startOffset < l.logStart || startOffset > l.leo {
-		return nil, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
+		return false, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
 	}
-	if startOffset == l.leo || startOffset >= maxOffset {
-		return nil, nil
-	}
-	budget := int64(maxBytes)
-	if budget < 0 {
-		budget = 0
-	}
-	return l.segs.read(startOffset, budget, maxOffset, l.leo, minOneBatch, l.recent)
+	return startOffset == l.leo || startOffset >= maxOffset, nil
 }
 
 // OffsetForTimestamp finds the first record whose timestamp is >= ts (ListOffsets by time),
@@ -258,18 +253,23 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, found
 	return l.segs.offsetForTimestamp(ts, l.logStart)
 }
 
-// logStatus is what the manager reads of a log in one look: the offsets it checkpoints,
-// whether the log is closed, and whether its topic configuration was applied.
+// logStatus is what the manager reads of a log in one look: the offsets it checkpoints (the
+// recovery point, below which everything has been fsynced; the log start; the cleaner
+// checkpoint, the first dirty offset as last checkpointed by the cleaner, -1 if the log was never
+// cleaned), whether the log is closed, whether its topic configuration was applied, and its
+// number of segments (the NumLogSegments gauge).
 type logStatus struct {
-	recoveryPoint, logStart int64
-	closed, configured      bool
+	recoveryPoint, logStart, cleanerCheckpoint int64
+	closed, configured                         bool
+	segments                                   int
 }
 
 // status returns the log's logStatus.
 func (l *Log) status() logStatus {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return logStatus{recoveryPoint: l.recoveryPoint, logStart: l.logStart, closed: l.closed, configured: l.configured}
+	return logStatus{recoveryPoint: l.recoveryPoint, logStart: l.logStart, cleanerCheckpoint: l.cleaning.checkpoint,
+		closed: l.closed, configured: l.configured, segments: len(l.segs)}
 }
 
 // Close flushes the log (data, indexes with the final time index entry) and closes its

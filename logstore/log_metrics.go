@@ -16,28 +16,28 @@ func LogMetricName(name string, tp TopicPartition) string {
 	return "kafka.log:type=Log,name=" + name + ",topic=" + tp.Topic + ",partition=" + strconv.Itoa(int(tp.Partition))
 }
 
-// NumLogSegments is the number of segments.
-func (l *Log) NumLogSegments() int {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return len(l.segs)
-}
-
 // SetMetricsRegistry registers the Log gauges of every log in reg; from then on GetOrCreate
 // and Delete keep reg in step with the logs.
 func (m *Manager) SetMetricsRegistry(reg metrics.Registry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.metricsReg = reg
-	m.registerLogDirMetricsLocked()
+	m.gauges.reg = reg
+	m.gauges.registerLogDirs(m)
 	for tp, l := range m.logs {
-		m.registerLogMetricsLocked(tp, l)
+		m.gauges.registerLog(tp, l)
 	}
 }
 
-// registerLogMetricsLocked registers tp's gauges over l, replacing any earlier ones; m.mu held.
-func (m *Manager) registerLogMetricsLocked(tp TopicPartition, l *Log) {
-	reg := m.metricsReg
+// logGauges is a Manager's gauges in its registry (nil until SetMetricsRegistry: then nothing
+// is registered): each log's Log gauges and the LogManager gauges of its dirs (logdir_metrics.go).
+// Guarded by the Manager's mu.
+type logGauges struct {
+	reg metrics.Registry
+}
+
+// registerLog registers tp's gauges over l, replacing any earlier ones.
+func (g *logGauges) registerLog(tp TopicPartition, l *Log) {
+	reg := g.reg
 	if reg == nil {
 		return
 	}
@@ -45,7 +45,7 @@ func (m *Manager) registerLogMetricsLocked(tp TopicPartition, l *Log) {
 		"Size":           l.Size,
 		"LogStartOffset": l.LogStartOffset,
 		"LogEndOffset":   l.LogEndOffset,
-		"NumLogSegments": func() int64 { return int64(l.NumLogSegments()) },
+		"NumLogSegments": func() int64 { return int64(l.status().segments) },
 	}
 	for _, name := range logGaugeNames {
 		n := LogMetricName(name, tp)
@@ -54,12 +54,12 @@ func (m *Manager) registerLogMetricsLocked(tp TopicPartition, l *Log) {
 	}
 }
 
-// unregisterLogMetricsLocked removes tp's gauges; m.mu held.
-func (m *Manager) unregisterLogMetricsLocked(tp TopicPartition) {
-	if m.metricsReg == nil {
+// unregisterLog removes tp's gauges.
+func (g *logGauges) unregisterLog(tp TopicPartition) {
+	if g.reg == nil {
 		return
 	}
 	for _, name := range logGaugeNames {
-		m.metricsReg.Unregister(LogMetricName(name, tp))
+		g.reg.Unregister(LogMetricName(name, tp))
 	}
 }

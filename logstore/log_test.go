@@ -64,7 +64,7 @@ func TestS1_AppendAssignsSequentialOffsetsKeepingCRC(t *testing.T) {
 	if hs[0].BaseOffset != 3 || hs[1].BaseOffset != 5 || hs[0].LeaderEpoch != 2 || hs[1].LeaderEpoch != 2 {
 		t.Fatalf("headers %+v", hs)
 	}
-	if got := l.EpochEntries(); len(got) != 2 || got[0] != (EpochEntry{1, 0}) || got[1] != (EpochEntry{2, 3}) {
+	if got := l.LeaderEpochCache().EpochEntries(); len(got) != 2 || got[0] != (EpochEntry{1, 0}) || got[1] != (EpochEntry{2, 3}) {
 		t.Fatalf("epochs %+v", got)
 	}
 }
@@ -134,7 +134,7 @@ func TestAppendAsFollowerKeepsOffsetsAndEpochs(t *testing.T) {
 	if err != nil || info.FirstOffset != 0 || info.LastOffset != 4 {
 		t.Fatalf("%+v %v", info, err)
 	}
-	if got := l.EpochEntries(); len(got) != 2 || got[1] != (EpochEntry{5, 2}) {
+	if got := l.LeaderEpochCache().EpochEntries(); len(got) != 2 || got[1] != (EpochEntry{5, 2}) {
 		t.Fatalf("epochs %+v", got)
 	}
 	// a first offset below the LEO is refused (above it is a compaction gap: follower_gap_test.go)
@@ -244,9 +244,9 @@ func TestRollBySizeAndTime(t *testing.T) {
 	}
 	// the rolled segments get flushed asynchronously: the recovery point reaches the roll
 	deadline := time.Now().Add(5 * time.Second)
-	for l.RecoveryPoint() < 4 {
+	for l.status().recoveryPoint < 4 {
 		if time.Now().After(deadline) {
-			t.Fatalf("recovery point %d never reached 4", l.RecoveryPoint())
+			t.Fatalf("recovery point %d never reached 4", l.status().recoveryPoint)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -331,7 +331,7 @@ func TestTruncateTo(t *testing.T) {
 		t.Fatalf("truncate 25: %v, LEO %d", err, l.LogEndOffset())
 	}
 	// epoch 3 started at 27 (batch 9): dropped
-	if e, _ := l.LatestEpoch(); e != 2 {
+	if e, _ := l.LeaderEpochCache().LatestEpoch(); e != 2 {
 		t.Fatalf("latest epoch %d", e)
 	}
 	got, err := l.Read(0, 1<<20, 100, false)
@@ -345,7 +345,7 @@ func TestTruncateTo(t *testing.T) {
 	if info := mustAppend(t, l, testBatch{records: 2}.build(), 9); info.FirstOffset != 12 {
 		t.Fatalf("append after truncation at %d", info.FirstOffset)
 	}
-	if got := l.EpochEntries(); got[len(got)-1] != (EpochEntry{9, 12}) {
+	if got := l.LeaderEpochCache().EpochEntries(); got[len(got)-1] != (EpochEntry{9, 12}) {
 		t.Fatalf("epochs %+v", got)
 	}
 	all, _ := l.Read(0, 1<<20, 100, false)
@@ -355,7 +355,7 @@ func TestTruncateTo(t *testing.T) {
 	if err := l.TruncateTo(0); err != nil || l.LogEndOffset() != 0 || l.LogStartOffset() != 0 {
 		t.Fatalf("truncate 0: %v", err)
 	}
-	if got := l.EpochEntries(); len(got) != 0 {
+	if got := l.LeaderEpochCache().EpochEntries(); len(got) != 0 {
 		t.Fatalf("epochs after truncate to 0: %+v", got)
 	}
 }
@@ -368,8 +368,8 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	if err := l.TruncateFullyAndStartAt(100); err != nil {
 		t.Fatal(err)
 	}
-	if l.LogStartOffset() != 100 || l.LogEndOffset() != 100 || l.RecoveryPoint() != 100 || len(l.EpochEntries()) != 0 {
-		t.Fatalf("start %d end %d rp %d epochs %v", l.LogStartOffset(), l.LogEndOffset(), l.RecoveryPoint(), l.EpochEntries())
+	if l.LogStartOffset() != 100 || l.LogEndOffset() != 100 || l.status().recoveryPoint != 100 || len(l.LeaderEpochCache().EpochEntries()) != 0 {
+		t.Fatalf("start %d end %d rp %d epochs %v", l.LogStartOffset(), l.LogEndOffset(), l.status().recoveryPoint, l.LeaderEpochCache().EpochEntries())
 	}
 	if _, err := l.AppendAsFollower(testBatch{records: 2, base: 100, epoch: 6}.build()); err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func TestMaybeIncrementLogStartOffset(t *testing.T) {
 	if l.LogStartOffset() != 7 {
 		t.Fatalf("log start %d", l.LogStartOffset())
 	}
-	if got := l.EpochEntries(); len(got) != 1 || got[0] != (EpochEntry{2, 7}) {
+	if got := l.LeaderEpochCache().EpochEntries(); len(got) != 1 || got[0] != (EpochEntry{2, 7}) {
 		t.Fatalf("epochs %+v", got)
 	}
 	got, err := l.Read(7, 1<<20, 10, false)
@@ -437,12 +437,12 @@ func TestFlushByMessageCountMovesRecoveryPoint(t *testing.T) {
 	cfg.FlushIntervalMessages = 10
 	l := newTestLog(t, cfg, nil)
 	mustAppend(t, l, testBatch{records: 6}.build(), 0)
-	if l.RecoveryPoint() != 0 {
-		t.Fatalf("flushed too early: %d", l.RecoveryPoint())
+	if l.status().recoveryPoint != 0 {
+		t.Fatalf("flushed too early: %d", l.status().recoveryPoint)
 	}
 	mustAppend(t, l, testBatch{records: 6}.build(), 0)
-	if l.RecoveryPoint() != 12 {
-		t.Fatalf("recovery point %d", l.RecoveryPoint())
+	if l.status().recoveryPoint != 12 {
+		t.Fatalf("recovery point %d", l.status().recoveryPoint)
 	}
 }
 

@@ -130,20 +130,26 @@ func (m *Manager) LiveLogDirs() int {
 	return n
 }
 
-// dirOnline reports whether the configured dir d is online.
-func (m *Manager) dirOnline(d string) bool {
-	h := m.health[d]
+// dirHealths is the health of each configured log dir, by its configured path (the Manager's,
+// built at Open and never changed).
+type dirHealths map[string]*dirHealth
+
+// online reports whether the configured dir d is online.
+func (hs dirHealths) online(d string) bool {
+	h := hs[d]
 	return h == nil || !h.offline.Load()
 }
 
-// newDirHealth builds the health of each configured dir (at Open).
-func (m *Manager) newDirHealth() {
-	m.health = make(map[string]*dirHealth, len(m.dirs))
-	m.failures = make(chan string, len(m.dirs)) // each dir is reported at most once: never blocks
-	for _, d := range m.dirs {
-		m.health[d] = &dirHealth{path: d, log: m.log, report: func(dir string) { m.failures <- dir },
-			corruptionCheckpoint: func() error { return m.writeCorruptionCheckpoint(d) }}
+// newDirHealths builds the health of each configured dir and the failure channel they report
+// to (at Open); corruptionCheckpoint writes a dir's lowered recovery points (verify.go).
+func newDirHealths(dirs []string, log logrus.FieldLogger, corruptionCheckpoint func(dir string) error) (dirHealths, chan string) {
+	health := make(dirHealths, len(dirs))
+	failures := make(chan string, len(dirs)) // each dir is reported at most once: never blocks
+	for _, d := range dirs {
+		health[d] = &dirHealth{path: d, log: log, report: func(dir string) { failures <- dir },
+			corruptionCheckpoint: func() error { return corruptionCheckpoint(d) }}
 	}
+	return health, failures
 }
 
 func absDir(d string) string {

@@ -16,9 +16,9 @@ const (
 // absolute path, as Kafka names it.
 func LogDirectoryOfflineMetric(dir string) string { return logDirectoryOfflinePrefix + absDir(dir) }
 
-// registerLogDirMetricsLocked registers the LogManager gauges in m.metricsReg; m.mu held.
-func (m *Manager) registerLogDirMetricsLocked() {
-	reg := m.metricsReg
+// registerLogDirs registers the LogManager gauges of m's dirs.
+func (g *logGauges) registerLogDirs(m *Manager) {
+	reg := g.reg
 	if reg == nil {
 		return
 	}
@@ -31,7 +31,7 @@ func (m *Manager) registerLogDirMetricsLocked() {
 		n := LogDirectoryOfflineMetric(d)
 		reg.Unregister(n)
 		_ = reg.Register(n, metrics.NewFunctionalGauge(func() int64 {
-			if m.dirOnline(d) {
+			if m.health.online(d) {
 				return 0
 			}
 			return 1

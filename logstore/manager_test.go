@@ -72,7 +72,7 @@ func TestManagerReopenAfterCleanClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.AssignEpochStartOffset(2, 0)
+		l.LeaderEpochCache().Assign(2, 0)
 		for j := 0; j < 20+i; j++ {
 			mustAppend(t, l, testBatch{records: 3, valueSize: 50, baseTs: int64(j)}.build(), 2)
 		}
@@ -113,14 +113,14 @@ func TestManagerReopenAfterCleanClose(t *testing.T) {
 		if l == nil {
 			t.Fatalf("%v not loaded", tp)
 		}
-		if l.LogEndOffset() != int64(3*(20+i)) || l.LogStartOffset() != 4 || l.RecoveryPoint() != l.LogEndOffset() {
-			t.Fatalf("%v: LEO %d start %d rp %d", tp, l.LogEndOffset(), l.LogStartOffset(), l.RecoveryPoint())
+		if l.LogEndOffset() != int64(3*(20+i)) || l.LogStartOffset() != 4 || l.status().recoveryPoint != l.LogEndOffset() {
+			t.Fatalf("%v: LEO %d start %d rp %d", tp, l.LogEndOffset(), l.LogStartOffset(), l.status().recoveryPoint)
 		}
 		got, err := l.Read(4, 1<<30, l.LogEndOffset(), false)
 		if err != nil || !bytes.Equal(got, want[tp]) {
 			t.Fatalf("%v: contents differ after reopen (%v)", tp, err)
 		}
-		if e := l.EpochEntries(); len(e) != 1 || e[0] != (EpochEntry{2, 4}) {
+		if e := l.LeaderEpochCache().EpochEntries(); len(e) != 1 || e[0] != (EpochEntry{2, 4}) {
 			t.Fatalf("%v epochs %+v", tp, e)
 		}
 		// indexes were loaded, not rebuilt, and reads from the middle still work

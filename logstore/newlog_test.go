@@ -36,9 +36,9 @@ func TestOpenLogNewDirectory(t *testing.T) {
 		a, b := open(fresh, logStart), open(empty, logStart) // loadNew, load
 		for _, l := range []*Log{a, b} {
 			want := max(logStart, 0)
-			if l.LogEndOffset() != want || l.LogStartOffset() != want || l.recoveryPoint != want || len(l.EpochEntries()) != 0 || len(l.segs) != 1 || l.segs[0].base != want {
+			if l.LogEndOffset() != want || l.LogStartOffset() != want || l.recoveryPoint != want || len(l.LeaderEpochCache().EpochEntries()) != 0 || len(l.segs) != 1 || l.segs[0].base != want {
 				t.Fatalf("%s: leo %d start %d recovery %d epochs %v segments %d, want all at %d, no epochs, one segment",
-					l.Dir(), l.LogEndOffset(), l.LogStartOffset(), l.recoveryPoint, l.EpochEntries(), len(l.segs), want)
+					l.Dir(), l.LogEndOffset(), l.LogStartOffset(), l.recoveryPoint, l.LeaderEpochCache().EpochEntries(), len(l.segs), want)
 			}
 		}
 		for _, l := range []*Log{a, b} {
@@ -57,7 +57,7 @@ func TestOpenLogNewDirectory(t *testing.T) {
 	// An existing directory with records is loaded.
 	dir := filepath.Join(t.TempDir(), "t-0")
 	l := open(dir, -1)
-	l.AssignEpochStartOffset(3, 0)
+	l.LeaderEpochCache().Assign(3, 0)
 	mustAppend(t, l, testBatch{records: 2}.build(), 3)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestOpenLogNewDirectory(t *testing.T) {
 	}
 	l = open(dir, -1)
 	defer l.Close()
-	if l.LogEndOffset() != 2 || !slices.Equal(l.EpochEntries(), []EpochEntry{{Epoch: 3, StartOffset: 0}}) {
-		t.Fatalf("reopened: leo %d epochs %v, want 2 and [{3 0}]", l.LogEndOffset(), l.EpochEntries())
+	if l.LogEndOffset() != 2 || !slices.Equal(l.LeaderEpochCache().EpochEntries(), []EpochEntry{{Epoch: 3, StartOffset: 0}}) {
+		t.Fatalf("reopened: leo %d epochs %v, want 2 and [{3 0}]", l.LogEndOffset(), l.LeaderEpochCache().EpochEntries())
 	}
 }
 
@@ -146,7 +146,7 @@ func benchmarkCreateLogs(b *testing.B, all bool) {
 		})
 	}
 	created := time.Now()
-	parallel(func(i int) { logs[i].AssignEpochStartOffset(1, 0) })
+	parallel(func(i int) { logs[i].LeaderEpochCache().Assign(1, 0) })
 	led := time.Now()
 	if err := m.Close(); err != nil {
 		b.Fatal(err)
@@ -273,8 +273,8 @@ func TestCheckpointUnchangedNotRewritten(t *testing.T) {
 func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	cfg := testConfig()
 	l := newTestLog(t, cfg, nil)
-	l.AssignEpochStartOffset(2, 0)
-	if got := l.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	l.LeaderEpochCache().Assign(2, 0)
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("cache %v, want [{2 0}]", got)
 	}
 	if _, err := os.Stat(l.epochs.path); !os.IsNotExist(err) {
@@ -293,7 +293,7 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("after a flush past the entry: checkpoint %v, want [{2 0}]", got)
 	}
-	l.AssignEpochStartOffset(5, 3)
+	l.LeaderEpochCache().Assign(5, 3)
 	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
 	}
@@ -310,26 +310,26 @@ func TestEpochCheckpointWriteDeferred(t *testing.T) {
 	}
 	// The loader drops entries at or after the LEO (truncateFromEnd), written or not: an epoch
 	// without batches is not kept across a restart either way.
-	if got := l2.EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
+	if got := l2.LeaderEpochCache().EpochEntries(); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("reopened epochs %v, want [{2 0}]", got)
 	}
 
 	// Epoch 5 with batches, then a crash before any flush: the file still says [{2 0}], and
 	// recovery re-enters epoch 5 from its batches.
-	l2.AssignEpochStartOffset(5, 3)
+	l2.LeaderEpochCache().Assign(5, 3)
 	mustAppend(t, l2, testBatch{records: 4}.build(), 5)
 	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
 		t.Fatalf("epoch 5 written before a flush needed it: %v", got)
 	}
 	crashLog(l2)
 	l3 := reopenLog(t, l2, cfg, newFakeClock())
-	if got, want := l3.EpochEntries(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
+	if got, want := l3.LeaderEpochCache().EpochEntries(), []EpochEntry{{2, 0}, {5, 3}}; !slices.Equal(got, want) {
 		t.Fatalf("after a crash: epochs %v, want %v", got, want)
 	}
 
 	// A pending snapshot, then a truncation that removes its entry: the truncation's write is
 	// the file's content, and a later flush does not bring the pending entry back.
-	l3.AssignEpochStartOffset(7, 7)
+	l3.LeaderEpochCache().Assign(7, 7)
 	mustAppend(t, l3, testBatch{records: 2}.build(), 7)
 	if err := l3.TruncateTo(7); err != nil {
 		t.Fatal(err)
@@ -361,7 +361,7 @@ func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 	mustFollow(t, l, testBatch{records: 2, base: 3, epoch: 4}.build())
 	mustFollow(t, l, testBatch{records: 2, base: 5, epoch: 5}.build())
 	want := []EpochEntry{{2, 0}, {4, 3}, {5, 5}}
-	if got := l.EpochEntries(); !slices.Equal(got, want) {
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
 	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, []EpochEntry{{2, 0}}) {
@@ -369,13 +369,13 @@ func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 	}
 	crashLog(l)
 	l2 := reopenLog(t, l, cfg, newFakeClock())
-	if got := l2.EpochEntries(); !slices.Equal(got, want) {
+	if got := l2.LeaderEpochCache().EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("after a crash: epochs %v, want %v", got, want)
 	}
 	l = l2
 	mustFollow(t, l, testBatch{records: 2, base: 7, epoch: 3}.build()) // older: (4, 3) and (5, 5) go
 	want = []EpochEntry{{2, 0}, {3, 7}}
-	if got := l.EpochEntries(); !slices.Equal(got, want) {
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
 	if got := epochCheckpointOnDisk(t, l); !slices.Equal(got, want) {
@@ -387,11 +387,11 @@ func TestFollowerEpochCheckpointWriteDeferred(t *testing.T) {
 // lower epoch than the latest, or entries at or after its start) is written at once.
 func TestLeaderEpochRemovalWrittenAtOnce(t *testing.T) {
 	l := newTestLog(t, testConfig(), nil)
-	l.AssignEpochStartOffset(5, 0)
+	l.LeaderEpochCache().Assign(5, 0)
 	mustAppend(t, l, testBatch{records: 3}.build(), 5)
-	l.AssignEpochStartOffset(4, 3) // epoch 5 is at or above 4: (5, 0) goes
+	l.LeaderEpochCache().Assign(4, 3) // epoch 5 is at or above 4: (5, 0) goes
 	want := []EpochEntry{{4, 3}}
-	if got := l.EpochEntries(); !slices.Equal(got, want) {
+	if got := l.LeaderEpochCache().EpochEntries(); !slices.Equal(got, want) {
 		t.Fatalf("cache %v, want %v", got, want)
 	}
 	if got, err := readEpochCheckpoint(osFS{}, l.epochs.path); err != nil || !slices.Equal(got, want) {

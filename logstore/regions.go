@@ -15,29 +15,18 @@ import (
 // deleted, truncated or closed before it is sent fails to send (record.ErrShortFile, or a
 // closed file).
 func (l *Log) ReadRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (record.FileRecords, error) {
-	fr, err := l.readRegions(startOffset, maxBytes, maxOffset, minOneBatch)
-	if err = l.checkCorruption(err); err != nil { // a bad batch below the recovery point (verify.go)
+	fr, err := func() (record.FileRecords, error) {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		if empty, err := l.readableLocked(startOffset, maxOffset); empty || err != nil {
+			return record.FileRecords{}, err
+		}
+		return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
+	}()
+	if err = l.corrupt.check(err); err != nil { // a bad batch below the recovery point (verify.go)
 		return record.FileRecords{}, err
 	}
 	return fr, nil
-}
-
-func (l *Log) readRegions(startOffset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (record.FileRecords, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		return record.FileRecords{}, ErrClosed
-	}
-	if err := l.health.check(); err != nil {
-		return record.FileRecords{}, err
-	}
-	if startOffset < l.logStart || startOffset > l.leo {
-		return record.FileRecords{}, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, startOffset, l.logStart, l.leo)
-	}
-	if startOffset == l.leo || startOffset >= maxOffset {
-		return record.FileRecords{}, nil
-	}
-	return l.segs.readRegions(startOffset, max(int64(maxBytes), 0), maxOffset, l.leo, minOneBatch, l.recent)
 }
 
 // batchEndHeader is the part of a batch header that delimits it: base offset, length and

@@ -3,7 +3,6 @@ package logstore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"time"
 )
 
@@ -17,15 +16,15 @@ const (
 	scrubStepBytes      = 1 << 20
 )
 
-// runScrub verifies the unverified segments of every log until all are verified or ctx is
-// done (started by RunBackground).
-func (m *Manager) runScrub(ctx context.Context) {
-	for _, l := range m.All() {
+// scrubLogs verifies the unverified segments of every log of logs until all are verified or ctx
+// is done (started by RunBackground over every log of the Manager).
+func scrubLogs(ctx context.Context, logs map[TopicPartition]*Log) {
+	for _, l := range logs {
 		for {
 			if ctx.Err() != nil {
 				return
 			}
-			n, more := l.scrubStep(scrubStepBytes)
+			n, more := l.corrupt.scrubStep(scrubStepBytes)
 			if n > 0 {
 				t := time.NewTimer(time.Duration(n) * time.Second / scrubBytesPerSecond)
 				select {
@@ -44,8 +43,9 @@ func (m *Manager) runScrub(ctx context.Context) {
 
 // scrubStep verifies up to limit bytes of the log's first unverified segment and returns the
 // bytes read and whether anything may be left to verify. A bad batch is handled as a read's
-// (checkCorruption) and ends the log's scrub.
-func (l *Log) scrubStep(limit int64) (int64, bool) {
+// (check) and ends the log's scrub.
+func (c *logCorruption) scrubStep(limit int64) (int64, bool) {
+	l := c.l
 	l.mu.RLock()
 	if l.closed || l.health.check() != nil {
 		l.mu.RUnlock()
@@ -64,7 +64,7 @@ func (l *Log) scrubStep(limit int64) (int64, bool) {
 	}
 	l.mu.RUnlock()
 	if err != nil {
-		if cerr := l.checkCorruption(err); !errors.Is(cerr, ErrLogDirOffline) {
+		if cerr := c.check(err); !errors.Is(cerr, ErrLogDirOffline) {
 			l.log.WithError(cerr).Warn("scrubbing a segment")
 		}
 		return n, false
@@ -72,9 +72,10 @@ func (l *Log) scrubStep(limit int64) (int64, bool) {
 	return n, more
 }
 
-// Unverified reports how many of the log's segments hold bytes not CRC-checked since they
+// unverified reports how many of the log's segments hold bytes not CRC-checked since they
 // were loaded (tests, diagnostics).
-func (l *Log) Unverified() int {
+func (c *logCorruption) unverified() int {
+	l := c.l
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	n := 0
@@ -84,31 +85,4 @@ func (l *Log) Unverified() int {
 		}
 	}
 	return n
-}
-
-// writeCorruptionCheckpoint writes dir's recovery-point checkpoint after a corrupt batch was
-// found in one of its logs, the dir being offline already (so nothing else writes there any
-// more): each log's recovery point, lowered to the base offset of its corrupt segment, so the
-// next start recovers that segment. It is the one write to an offline dir: the dir's I/O did
-// not fail, its stored data did.
-func (m *Manager) writeCorruptionCheckpoint(dir string) error {
-	m.checkpointMu.Lock()
-	defer m.checkpointMu.Unlock()
-	recovery := map[TopicPartition]int64{}
-	m.mu.RLock()
-	for tp, l := range m.logs {
-		if m.dirOf[tp] == dir {
-			rp := l.status().recoveryPoint
-			if c := l.corruptFrom.Load(); c >= 0 {
-				rp = min(rp, c)
-			}
-			recovery[tp] = rp
-		}
-	}
-	m.mu.RUnlock()
-	path := filepath.Join(dir, recoveryPointCheckpointFile)
-	m.writtenMu.Lock()
-	delete(m.written, path)
-	m.writtenMu.Unlock()
-	return writeOffsetCheckpoint(m.fs, path, recovery)
 }

@@ -64,7 +64,7 @@ const truncationAttempts = 3
 // was.
 func (l *Log) PrepareTruncateTo(offset int64) (*PreparedTruncation, error) {
 	l.truncMu.Lock()
-	p, err := l.prepareTruncation(offset)
+	p, err := newPreparedTruncation(l, offset)
 	if err != nil {
 		l.truncMu.Unlock()
 		return nil, err
@@ -92,7 +92,7 @@ func (p *PreparedTruncation) Commit() error {
 			return err
 		}
 		if attempt+1 < truncationAttempts {
-			if p, err = l.prepareTruncation(p.offset); err != nil {
+			if p, err = newPreparedTruncation(l, p.offset); err != nil {
 				return err
 			}
 			continue
@@ -102,7 +102,7 @@ func (p *PreparedTruncation) Commit() error {
 		defer l.appendMu.Unlock()
 		l.flushMu.Lock()
 		defer l.flushMu.Unlock()
-		if p, err = l.prepareTruncation(p.offset); err != nil {
+		if p, err = newPreparedTruncation(l, p.offset); err != nil {
 			return err
 		}
 		return p.commit()
@@ -122,9 +122,10 @@ func (p *PreparedTruncation) Abort() {
 // NewLogEndOffset is the LEO the truncation leaves (the LEO as prepared for one at or above it).
 func (p *PreparedTruncation) NewLogEndOffset() int64 { return p.newLEO }
 
-// truncateEpochsAtLEO is TruncateTo(offset) for offset >= LEO (appendMu held): only the epoch
-// entries starting at or after the LEO go (KAFKA-10706).
-func (l *Log) truncateEpochsAtLEO(offset int64) error {
+// truncateEpochsAtLEO commits TruncateTo(offset) for offset >= LEO (appendMu held): only the
+// epoch entries starting at or after the LEO go (KAFKA-10706).
+func (p *PreparedTruncation) truncateEpochsAtLEO() error {
+	l, offset := p.l, p.offset
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -70,8 +70,8 @@ func TestKillAfterTruncationKeepsEpochStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.Flush(); err != nil || l.RecoveryPoint() != 120 {
-		t.Fatalf("flush: %v, recovery point %d", err, l.RecoveryPoint())
+	if err := l.Flush(); err != nil || l.status().recoveryPoint != 120 {
+		t.Fatalf("flush: %v, recovery point %d", err, l.status().recoveryPoint)
 	}
 	if err := m.Checkpoint(); err != nil {
 		t.Fatal(err)
@@ -101,11 +101,11 @@ func TestKillAfterTruncationKeepsEpochStart(t *testing.T) {
 		t.Fatalf("LEO after reload %d, want 29", l2.LogEndOffset())
 	}
 	want := []EpochEntry{{1, 0}, {2, 10}}
-	if got := l2.EpochEntries(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if got := l2.LeaderEpochCache().EpochEntries(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("leader epoch cache after reload %+v, want %+v", got, want)
 	}
 	// as a leader: OffsetForLeaderEpoch(1) ends epoch 1 at 10, where the follower must cut
-	if e, end := l2.EndOffsetForEpoch(1); e != 1 || end != 10 {
+	if e, end := l2.LeaderEpochCache().EndOffsetFor(1); e != 1 || end != 10 {
 		t.Fatalf("EndOffsetForEpoch(1) = (%d, %d), want (1, 10)", e, end)
 	}
 }

@@ -83,7 +83,7 @@ type logState struct {
 
 func stateOf(t *testing.T, l *Log) logState {
 	t.Helper()
-	st := logState{leo: l.LogEndOffset(), logStart: l.LogStartOffset(), recoveryPoint: l.RecoveryPoint(), epochs: l.EpochEntries()}
+	st := logState{leo: l.LogEndOffset(), logStart: l.LogStartOffset(), recoveryPoint: l.status().recoveryPoint, epochs: l.LeaderEpochCache().EpochEntries()}
 	l.appendMu.Lock()
 	st.producers = maps.Clone(l.producers)
 	for pid, bs := range st.producers {
@@ -162,7 +162,7 @@ func checkTruncated(t *testing.T, l *Log, before logState, tc truncCase) {
 	if !bytes.Equal(got, want) {
 		t.Fatal("contents after the truncation are not a prefix of the log before it")
 	}
-	if e := l.EpochEntries(); !slices.Equal(e, tc.epochs) {
+	if e := l.LeaderEpochCache().EpochEntries(); !slices.Equal(e, tc.epochs) {
 		t.Fatalf("epochs %+v, want %+v", e, tc.epochs)
 	}
 	if _, err := l.AppendAsFollower(stepLogBatch(tc.newLEO)); err != nil {
@@ -360,7 +360,7 @@ func TestTruncationPreparedThenAbortedOrStale(t *testing.T) {
 	}
 	l.SetHighWatermark(120)
 	l.MaybeIncrementLogStartOffset(60)
-	if n, err := l.DeleteOldSegments(m.now()); err != nil || n != 2 {
+	if n, err := l.DeleteOldSegments(m.clock.now()); err != nil || n != 2 {
 		t.Fatalf("retention: %d, %v", n, err)
 	}
 	if err := p.Commit(); err != nil || l.LogEndOffset() != 40 || l.LogStartOffset() != 40 {

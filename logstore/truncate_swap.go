@@ -60,17 +60,21 @@ type PreparedTruncation struct {
 	done   bool
 }
 
-// truncStep runs the test hook before a step; its error stands for that step's failure.
-func (l *Log) truncStep(step string) error {
-	if l.truncHook == nil {
+// truncationHook (tests) is called before each step of a truncation; an error stands for that
+// step's failure, errTruncationStopped for a crash before it. A nil hook does nothing.
+type truncationHook func(step string) error
+
+// step runs the hook before a step; its error stands for that step's failure.
+func (h truncationHook) step(step string) error {
+	if h == nil {
 		return nil
 	}
-	return l.truncHook(step)
+	return h(step)
 }
 
-// prepareTruncation plans a truncation to offset and copies the kept bytes (truncMu held; also
-// appendMu when locked, so that nothing can change the plan).
-func (l *Log) prepareTruncation(offset int64) (*PreparedTruncation, error) {
+// newPreparedTruncation plans a truncation of l to offset and copies the kept bytes (truncMu
+// held; also appendMu when locked, so that nothing can change the plan).
+func newPreparedTruncation(l *Log, offset int64) (*PreparedTruncation, error) {
 	p := &PreparedTruncation{l: l, offset: max(offset, 0)}
 	l.mu.RLock()
 	if l.closed {
@@ -145,7 +149,7 @@ func (p *PreparedTruncation) copyKept() error {
 		// offline as after any I/O error on it (KIP-112, docs/kafka-facts.md §12).
 		return l.health.failed(fmt.Errorf("logstore: truncating %s to %d: %w", l.dir, p.offset, err))
 	}
-	if err := l.truncStep("create"); err != nil {
+	if err := l.truncHook.step("create"); err != nil {
 		return fail(err)
 	}
 	nf, err := l.fs.OpenFile(p.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -154,7 +158,7 @@ func (p *PreparedTruncation) copyKept() error {
 	}
 	p.nf = nf
 	if p.pos > 0 {
-		if err := l.truncStep("copy"); err != nil {
+		if err := l.truncHook.step("copy"); err != nil {
 			return fail(err)
 		}
 		if err := copyPrefix(nf, p.src, p.pos); err != nil {
@@ -163,7 +167,7 @@ func (p *PreparedTruncation) copyKept() error {
 	}
 	// Always: the kept bytes may be below the recovery point (a segment recovered at open has
 	// no flushed size of its own, and its bytes are as durable as any).
-	if err := l.truncStep("sync"); err != nil {
+	if err := l.truncHook.step("sync"); err != nil {
 		return fail(err)
 	}
 	if err := nf.Sync(); err != nil {
@@ -205,7 +209,7 @@ func (p *PreparedTruncation) valid() bool {
 func (p *PreparedTruncation) commit() error {
 	l := p.l
 	if p.noop {
-		return l.truncateEpochsAtLEO(p.offset)
+		return p.truncateEpochsAtLEO()
 	}
 	l.mu.RLock()
 	ok := p.valid()
@@ -219,7 +223,7 @@ func (p *PreparedTruncation) commit() error {
 		return errTruncationStale
 	}
 	swap := filepath.Join(l.dir, segmentName(p.base)+logSuffix+truncSwapSuffix)
-	if err := l.truncStep("commit"); err == nil {
+	if err := l.truncHook.step("commit"); err == nil {
 		err = l.fs.Rename(p.path, swap)
 		if err != nil {
 			p.discard()
@@ -248,7 +252,7 @@ func (p *PreparedTruncation) commit() error {
 		if errors.Is(ferr, errTruncationStopped) {
 			return ferr
 		}
-		l.markFailed(ferr)
+		p.markLogFailed(ferr)
 		return fmt.Errorf("logstore: truncating %s to %d: %w", l.dir, p.offset, ferr)
 	}
 	return nil
@@ -259,7 +263,7 @@ func (p *PreparedTruncation) commit() error {
 // returns the `.deleted` files.
 func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 	l := p.l
-	if err := l.truncStep("commitSync"); err != nil {
+	if err := l.truncHook.step("commitSync"); err != nil {
 		return nil, err
 	}
 	if err := syncDir(l.fs, l.dir); err != nil {
@@ -275,7 +279,7 @@ func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 	l.mu.RUnlock()
 	var deleted []string
 	for _, s := range replaced {
-		if err := l.truncStep("delete"); err != nil {
+		if err := l.truncHook.step("delete"); err != nil {
 			return deleted, err
 		}
 		for _, f := range []string{s.logPath(), s.indexPath(), s.timeIndexPath()} {
@@ -287,13 +291,13 @@ func (p *PreparedTruncation) finishFiles(swap string) ([]string, error) {
 		}
 	}
 	final := filepath.Join(l.dir, segmentName(p.base)+logSuffix)
-	if err := l.truncStep("final"); err != nil {
+	if err := l.truncHook.step("final"); err != nil {
 		return deleted, err
 	}
 	if err := l.fs.Rename(swap, final); err != nil {
 		return deleted, err
 	}
-	if err := l.truncStep("finalSync"); err != nil {
+	if err := l.truncHook.step("finalSync"); err != nil {
 		return deleted, err
 	}
 	return deleted, syncDir(l.fs, l.dir)
@@ -362,7 +366,7 @@ func (p *PreparedTruncation) persistOffsets() error {
 	if err := ns.persistIndexes(idx, tidx, false); err != nil {
 		return err
 	}
-	if err := l.truncStep("epochs"); err != nil {
+	if err := l.truncHook.step("epochs"); err != nil {
 		return err
 	}
 	if err := l.epochs.persist(epochs); err != nil {
@@ -371,16 +375,17 @@ func (p *PreparedTruncation) persistOffsets() error {
 	if l.checkpointOffsets == nil {
 		return nil
 	}
-	if err := l.truncStep("checkpoint"); err != nil {
+	if err := l.truncHook.step("checkpoint"); err != nil {
 		return err
 	}
 	return l.checkpointOffsets()
 }
 
-// markFailed takes the log out of service after a failure that left its files and its state
+// markLogFailed takes the log out of service after a failure that left its files and its state
 // apart (a truncation's step after its commit): every later call returns ErrClosed, and the next
 // open of the log completes what was committed.
-func (l *Log) markFailed(err error) {
+func (p *PreparedTruncation) markLogFailed(err error) {
+	l := p.l
 	l.log.WithError(err).Error("marking the log failed: its files may not match its state until the broker restarts")
 	_ = l.health.failed(err) // and its dir offline, so its partitions move (KIP-112)
 	l.mu.Lock()

@@ -209,11 +209,23 @@ func (s *segment) verifyNext(limit int64) (int64, error) {
 // anyway: the dir goes offline at the first).
 const corruptionLogEvery = 10 * time.Second
 
-// checkCorruption handles err from a read or the scrubber (Log.mu not held): a bad batch
-// below the recovery point lowers the recovery point to its segment's base offset and takes
-// the dir offline; the error returned then wraps ErrLogDirOffline (KAFKA_STORAGE_ERROR).
-// Any other err is returned as is.
-func (l *Log) checkCorruption(err error) error {
+// logCorruption is a log's record of corrupt batches found below its recovery point, and the
+// scrubbing of its segments loaded without recovery (scrub.go): what the reads, the scrubber and
+// the Manager's corruption checkpoint share. Its atomics need no lock; it reads the segments
+// under the log's mu.
+type logCorruption struct {
+	l *Log
+	// from is the base offset of the lowest segment found corrupt below the recovery point, -1
+	// if none; logged the last such ERROR's time.
+	from, logged atomic.Int64
+}
+
+// check handles err from a read or the scrubber (Log.mu not held): a bad batch below the
+// recovery point lowers the recovery point to its segment's base offset and takes the dir
+// offline; the error returned then wraps ErrLogDirOffline (KAFKA_STORAGE_ERROR). Any other err
+// is returned as is.
+func (c *logCorruption) check(err error) error {
+	l := c.l
 	var ce *corruptBatchError
 	if !errors.As(err, &ce) {
 		return err
@@ -222,13 +234,13 @@ func (l *Log) checkCorruption(err error) error {
 	l.recoveryPoint = min(l.recoveryPoint, ce.base)
 	l.mu.Unlock()
 	for {
-		cur := l.corruptFrom.Load()
-		if cur >= 0 && cur <= ce.base || l.corruptFrom.CompareAndSwap(cur, ce.base) {
+		cur := c.from.Load()
+		if cur >= 0 && cur <= ce.base || c.from.CompareAndSwap(cur, ce.base) {
 			break
 		}
 	}
 	now := l.now().UnixNano()
-	if last := l.corruptLogged.Load(); now-last >= int64(corruptionLogEvery) && l.corruptLogged.CompareAndSwap(last, now) {
+	if last := c.logged.Load(); now-last >= int64(corruptionLogEvery) && c.logged.CompareAndSwap(last, now) {
 		l.log.WithFields(logrus.Fields{
 			"segment": ce.path, "baseOffset": ce.base, "validSize": ce.pos, "error": ce.cause.Error(),
 		}).Error("corrupt batch below the recovery point: not served; the recovery point is lowered to the segment and the log dir taken offline, so the next start recovers the segment")

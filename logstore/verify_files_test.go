@@ -52,7 +52,7 @@ func TestMissingIndexesBelowRecoveryPointRebuilt(t *testing.T) {
 	if off, _, ok := l2.OffsetForTimestamp(1000 + 10*3); !ok || off != 6 {
 		t.Fatalf("offset for timestamp %d %v, want 6", off, ok)
 	}
-	if n := l2.Unverified(); n != len(l2.segs)-2 {
+	if n := l2.corrupt.unverified(); n != len(l2.segs)-2 {
 		t.Fatalf("%d unverified of %d segments: the recovered one counts as verified", n, len(l2.segs))
 	}
 }
@@ -77,7 +77,7 @@ func TestGarbledRecoveryPointCheckpointRecoversEverySegment(t *testing.T) {
 	if leo := l.LogEndOffset(); leo != 10 {
 		t.Fatalf("LEO %d, want 10 (truncated at the bad batch)", leo)
 	}
-	if n := l.Unverified(); n != 0 {
+	if n := l.corrupt.unverified(); n != 0 {
 		t.Fatalf("%d unverified segments after recovering all", n)
 	}
 	if b, err := l.Read(0, 1<<20, 10, false); err != nil || badCRC(b) {

@@ -99,7 +99,7 @@ func TestCorruptBatchBelowRecoveryPointNotServed(t *testing.T) {
 	default:
 		t.Fatal("the dir was not reported failed")
 	}
-	if rp := l.RecoveryPoint(); rp != 8 {
+	if rp := l.status().recoveryPoint; rp != 8 {
 		t.Fatalf("recovery point %d, want 8", rp)
 	}
 	cp, err := readOffsetCheckpoint(osFS{}, filepath.Join(dirs[0], recoveryPointCheckpointFile))
@@ -120,7 +120,7 @@ func TestCorruptBatchBelowRecoveryPointNotServed(t *testing.T) {
 	if leo := l2.LogEndOffset(); leo != 10 {
 		t.Fatalf("LEO after recovery %d, want 10 (truncated at the bad batch)", leo)
 	}
-	if n := l2.Unverified(); n != 2 {
+	if n := l2.corrupt.unverified(); n != 2 {
 		t.Fatalf("%d unverified segments after recovery, want 2 (0 and 4)", n)
 	}
 	if b, err := l2.Read(0, 1<<20, 10, false); err != nil || badCRC(b) || len(mustHeaders(t, b)) != 5 {
@@ -134,13 +134,13 @@ func TestScrubFindsCorruptBatch(t *testing.T) {
 	dirs, cfg, tp := corruptFixture(t)
 	m, _ := openTestManager(t, dirs, cfg, nil)
 	defer m.Close()
-	m.runScrub(context.Background())
+	scrubLogs(context.Background(), m.All())
 	select {
 	case <-m.LogDirFailures():
 	default:
 		t.Fatal("the scrubber did not fail the dir")
 	}
-	if rp := m.Get(tp).RecoveryPoint(); rp != 8 {
+	if rp := m.Get(tp).status().recoveryPoint; rp != 8 {
 		t.Fatalf("recovery point %d, want 8", rp)
 	}
 	if _, err := m.Get(tp).Read(0, 1<<20, 8, false); !isErr(err, ErrLogDirOffline) {
@@ -167,7 +167,7 @@ func TestScrubVerifiesEverySegmentOnce(t *testing.T) {
 	m2, _ := openTestManager(t, dirs, cfg, nil)
 	defer m2.Close()
 	l2 := m2.Get(tp)
-	if n := l2.Unverified(); n != 9 { // the active one was scanned from its last index entry: all of it
+	if n := l2.corrupt.unverified(); n != 9 { // the active one was scanned from its last index entry: all of it
 		t.Fatalf("%d unverified segments after a clean start, want 9", n)
 	}
 	if _, err := l2.ReadRegions(4, 1<<20, 8, false); err != nil { // segment 4, verified here
@@ -179,8 +179,8 @@ func TestScrubVerifiesEverySegmentOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m2.runScrub(ctx)
-	if n := l2.Unverified(); n != 0 || l2.Offline() {
+	scrubLogs(ctx, m2.All())
+	if n := l2.corrupt.unverified(); n != 0 || l2.Offline() {
 		t.Fatalf("%d unverified segments after the scrub (offline %v)", n, l2.Offline())
 	}
 }
@@ -234,11 +234,11 @@ func TestCleanerRefusesUnverifiedCorruptBatch(t *testing.T) {
 	}
 	defer l2.Close()
 	l2.SetHighWatermark(l2.LogEndOffset())
-	if n := l2.Unverified(); n == 0 {
+	if n := l2.corrupt.unverified(); n == 0 {
 		t.Fatalf("fixture: no unverified segment")
 	}
 	if _, err := cleanOnce(t, l2, clock.Now()); err == nil {
-		t.Fatalf("cleaned a segment holding a corrupt batch (%d unverified segments, LEO %d)", l2.Unverified(), l2.LogEndOffset())
+		t.Fatalf("cleaned a segment holding a corrupt batch (%d unverified segments, LEO %d)", l2.corrupt.unverified(), l2.LogEndOffset())
 	}
 	data, err := os.ReadFile(seg)
 	if err != nil {

@@ -149,21 +149,21 @@ func (r *writebackRing) push(m writebackMark) {
 	r.size++
 }
 
-// writebackLocked queues the writeback of the active segment's whole pages appended before its
-// newest mark that is writebackLag old, and takes a new mark at the segment's end when the
-// newest is writebackStep old (appendMu held; now is the append's time).
-func (l *Log) writebackLocked(seg *segment, now time.Time) {
-	if l.writeback == nil {
-		return
+// appended queues the writeback of the active segment's whole pages appended before its
+// newest mark in r that is writebackLag old, and takes a new mark at the segment's end when the
+// newest is writebackStep old (the log's appendMu and mu held; now is the append's time). r is
+// the log's ring; the ring returned replaces it (a new one for a new segment). A nil queue (no
+// smooth writeback) does nothing.
+func (q *writebackQueue) appended(r *writebackRing, seg *segment, now time.Time) *writebackRing {
+	if q == nil {
+		return r
 	}
 	if seg.writebackFrom > seg.size { // truncated below it: start over (clean pages cost nothing)
 		seg.writebackFrom = 0
 	}
-	r := l.writebackRing
 	if r == nil || r.seg != seg {
 		// Allocated on a log's first append after it opens or rolls, so idle logs hold none.
 		r = &writebackRing{seg: seg}
-		l.writebackRing = r
 	}
 	at := now.UnixNano()
 	end := int64(-1)
@@ -173,11 +173,12 @@ func (l *Log) writebackLocked(seg *segment, now time.Time) {
 	}
 	if end >= 0 {
 		end = min(end, seg.size) &^ (writebackPage - 1)
-		if end > seg.writebackFrom && l.writeback.add(seg.f.OSFile(), seg.writebackFrom, end-seg.writebackFrom) {
+		if end > seg.writebackFrom && q.add(seg.f.OSFile(), seg.writebackFrom, end-seg.writebackFrom) {
 			seg.writebackFrom = end
 		}
 	}
 	if r.size == 0 || at-r.newest().at >= int64(writebackStep) {
 		r.push(writebackMark{size: seg.size, at: at})
 	}
+	return r
 }

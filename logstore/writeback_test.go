@@ -255,7 +255,7 @@ func TestRolledSegmentFlushWaitsForWritebackStart(t *testing.T) {
 	}
 	mustAppend(t, l, testBatch{valueSize: 100}.build(), 0)
 	target := l.LogEndOffset()
-	before := l.RecoveryPoint()
+	before := l.status().recoveryPoint
 	l.writeback.add(l.segs.active().f.OSFile(), 0, 4096)
 	<-inStart
 	l.flusher.flushAsync(target)
@@ -263,7 +263,7 @@ func TestRolledSegmentFlushWaitsForWritebackStart(t *testing.T) {
 	go func() { l.flusher.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		t.Fatalf("rolled-segment flush ran during a writeback start (recovery point %d -> %d)", before, l.RecoveryPoint())
+		t.Fatalf("rolled-segment flush ran during a writeback start (recovery point %d -> %d)", before, l.status().recoveryPoint)
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)
@@ -272,7 +272,7 @@ func TestRolledSegmentFlushWaitsForWritebackStart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("rolled-segment flush not done after the writeback start returned")
 	}
-	if got := l.RecoveryPoint(); got != target {
+	if got := l.status().recoveryPoint; got != target {
 		t.Fatalf("recovery point %d after the flush, want %d", got, target)
 	}
 }

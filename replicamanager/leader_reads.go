@@ -284,7 +284,7 @@ func (lr *leaderReads) LastOffsetForLeaderEpoch(replicaID int32, parts []EpochEn
 			r.ErrorCode = code
 			continue
 		}
-		r.LeaderEpoch, r.EndOffset = p.log.EndOffsetForEpoch(part.LeaderEpoch)
+		r.LeaderEpoch, r.EndOffset = p.log.LeaderEpochCache().EndOffsetFor(part.LeaderEpoch)
 	}
 	return out
 }

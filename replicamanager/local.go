@@ -61,7 +61,7 @@ func (fr *followerReplicas) LogEndOffset(tp TopicPartition) (leo int64, err erro
 // LatestEpoch returns the latest leader epoch in the follower's epoch cache (K1).
 func (fr *followerReplicas) LatestEpoch(tp TopicPartition) (epoch int32, ok bool, err error) {
 	err = fr.withFollower(tp, false, func(p *Partition) error {
-		epoch, ok = p.log.LatestEpoch()
+		epoch, ok = p.log.LeaderEpochCache().LatestEpoch()
 		return nil
 	})
 	return epoch, ok, err
@@ -71,7 +71,7 @@ func (fr *followerReplicas) LatestEpoch(tp TopicPartition) (epoch int32, ok bool
 func (fr *followerReplicas) EndOffsetForEpoch(tp TopicPartition, epoch int32) (found int32, end int64, err error) {
 	found, end = -1, -1
 	err = fr.withFollower(tp, false, func(p *Partition) error {
-		found, end = p.log.EndOffsetForEpoch(epoch)
+		found, end = p.log.LeaderEpochCache().EndOffsetFor(epoch)
 		return nil
 	})
 	return found, end, err

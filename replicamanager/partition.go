@@ -138,7 +138,7 @@ func (p *Partition) makeLeader(st PartitionState, now time.Time) bool {
 	} else {
 		leo := p.log.LogEndOffset()
 		p.leaderEpoch = st.LeaderEpoch
-		p.log.AssignEpochStartOffset(st.LeaderEpoch, leo)
+		p.log.LeaderEpochCache().Assign(st.LeaderEpoch, leo)
 		p.leader = replica.NewLeader(p.env.brokerID, st.LeaderEpoch, leo, st.Replicas, st.ISR, p.env.lagTimeMax, now)
 	}
 	p.leaderID = p.env.brokerID
@@ -443,7 +443,7 @@ func (p *Partition) checkEnoughReplicasReachOffset(requiredOffset int64, appendE
 // not, even after copying records of a later epoch at the same offsets (K1: one leader per epoch,
 // so records of an epoch at an offset are the same on every replica). Callers hold mu.
 func (p *Partition) holdsEpochBeforeLocked(epoch int32, end int64) bool {
-	entries := p.log.EpochEntries()
+	entries := p.log.LeaderEpochCache().EpochEntries()
 	for i, e := range entries {
 		if e.Epoch != epoch {
 			continue

@@ -8,7 +8,7 @@ func (p *Partition) describe() string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	leo := p.log.LogEndOffset()
-	epochs := fmtEpochs(p.log.EpochEntries())
+	epochs := fmtEpochs(p.log.LeaderEpochCache().EpochEntries())
 	switch {
 	case p.leaderID < 0:
 		return fmt.Sprintf("no leader known epoch=%d leo=%d hw=%d epochs=%s", p.leaderEpoch, leo, p.hw.get(), epochs)
