@@ -70,9 +70,9 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 			}
 		}
 		switch {
-		case txn && (req.TransactionID == nil || !s.authorized(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)):
+		case txn && (req.TransactionID == nil || !s.authz.authorized(r, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)):
 			requestCode = kerr.TransactionalIDAuthorizationFailed.Code
-		case !txn && idem && !s.authorizedCluster(r, acl.OpIdempotentWrite):
+		case !txn && idem && !s.authz.authorizedCluster(r, acl.OpIdempotentWrite):
 			requestCode = kerr.ClusterAuthorizationFailed.Code
 		}
 	}
@@ -85,7 +85,7 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 				fail(t.Topic, p.Partition, kerr.InvalidRequiredAcks.Code)
 			case requestCode != 0:
 				fail(t.Topic, p.Partition, requestCode)
-			case !s.authorized(r, acl.OpWrite, acl.ResourceTopic, t.Topic):
+			case !s.authz.authorized(r, acl.OpWrite, acl.ResourceTopic, t.Topic):
 				fail(t.Topic, p.Partition, kerr.TopicAuthorizationFailed.Code)
 			case !validTopicName(t.Topic), isInternalTopic(t.Topic):
 				// Kafka 2.4 refuses client writes to internal topics (only the coordinator

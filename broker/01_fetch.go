@@ -79,7 +79,7 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	// READ on each topic; a refused partition of the fetch (its session's included) is
 	// answered TOPIC_AUTHORIZATION_FAILED, as Kafka.
 	parts := fctx.Partitions()
-	denied := fetchDenied(s, r, req.ReplicaID, parts)
+	denied := fetchDenied(s.authz, r, req.ReplicaID, parts)
 	for _, p := range parts {
 		if denied != nil && denied[p.TopicPartition] {
 			continue

@@ -38,7 +38,7 @@ func handleListOffsets(s *Server, r *request, kreq kmsg.Request) {
 
 	seen := make(map[rm.TopicPartition]int)
 	var parts []rm.ListOffsetsPartition
-	describe := s.topicCheck(r, acl.OpDescribe) // DESCRIBE on the topic (docs/acls.md)
+	describe := s.authz.topicCheck(r, acl.OpDescribe) // DESCRIBE on the topic (docs/acls.md)
 	var results []rm.ListOffsetsResult
 	for i := range req.Topics {
 		t := &req.Topics[i]

@@ -55,7 +55,7 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	// Authorization (docs/acls.md): an all-topics answer leaves out the topics the caller may
 	// not DESCRIBE; a named one answers them TOPIC_AUTHORIZATION_FAILED (denied), as does a
 	// topic to auto-create without CREATE on the cluster or on the topic.
-	describe := s.topicCheck(r, acl.OpDescribe)
+	describe := s.authz.topicCheck(r, acl.OpDescribe)
 	var names []*string
 	if allTopics {
 		for _, t := range snap.TopicNames() {
@@ -71,14 +71,14 @@ func handleMetadata(s *Server, r *request, kreq kmsg.Request) {
 	allowCreate := s.cfg.AutoCreateTopics && s.deps.Admin != nil && (req.Version < 4 || req.AllowAutoTopicCreation)
 	var denied map[string]bool
 	if !allTopics && s.deps.ACLs != nil {
-		createAny := allowCreate && s.authorizedCluster(r, acl.OpCreate)
+		createAny := allowCreate && s.authz.authorizedCluster(r, acl.OpCreate)
 		denied = map[string]bool{}
 		for _, n := range names {
 			switch {
 			case n == nil:
 			case !describe(*n):
 				denied[*n] = true
-			case allowCreate && !createAny && snap.Topics[*n] == nil && validTopicName(*n) && !s.authorized(r, acl.OpCreate, acl.ResourceTopic, *n):
+			case allowCreate && !createAny && snap.Topics[*n] == nil && validTopicName(*n) && !s.authz.authorized(r, acl.OpCreate, acl.ResourceTopic, *n):
 				denied[*n] = true
 			}
 		}
@@ -135,8 +135,8 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 	}
 	resp.ControllerID = snap.ControllerID
 	resp.AuthorizedOperations = 0
-	if req.Version >= 8 && req.IncludeClusterAuthorizedOperations && s.authorizedCluster(r, acl.OpDescribe) {
-		resp.AuthorizedOperations = s.authorizedOps(r, acl.ResourceCluster, acl.ClusterName) // KIP-430
+	if req.Version >= 8 && req.IncludeClusterAuthorizedOperations && s.authz.authorizedCluster(r, acl.OpDescribe) {
+		resp.AuthorizedOperations = s.authz.authorizedOps(r, acl.ResourceCluster, acl.ClusterName) // KIP-430
 	}
 	for _, b := range snap.AliveBrokers() {
 		ep, ok := b.Endpoint(r.c.listener)
@@ -169,7 +169,7 @@ func metadataResponse(s *Server, r *request, req *kmsg.MetadataRequest, snap *Me
 			}
 		}
 		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && n != nil && !denied[*n] {
-			rt.AuthorizedOperations = s.authorizedOps(r, acl.ResourceTopic, *n) // KIP-430
+			rt.AuthorizedOperations = s.authz.authorizedOps(r, acl.ResourceTopic, *n) // KIP-430
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

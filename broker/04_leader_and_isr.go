@@ -66,7 +66,7 @@ func handleLeaderAndIsr(s *Server, r *request, kreq kmsg.Request) {
 	// Only a principal with CLUSTER_ACTION on the cluster (the controller's broker) may send
 	// it (docs/acls.md); the others change nothing.
 	var out rm.LeaderAndIsrResult
-	if !s.deniedCluster(r, acl.OpClusterAction) {
+	if !s.authz.deniedCluster(r, acl.OpClusterAction) {
 		out = s.deps.Replicas.BecomeLeaderOrFollower(in)
 	} else {
 		out.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -48,7 +48,7 @@ func handleStopReplica(s *Server, r *request, kreq kmsg.Request) {
 	// Only a principal with CLUSTER_ACTION on the cluster (the controller's broker) may send
 	// it (docs/acls.md); the others change nothing.
 	var out rm.StopReplicaResult
-	if !s.deniedCluster(r, acl.OpClusterAction) {
+	if !s.authz.deniedCluster(r, acl.OpClusterAction) {
 		out = s.deps.Replicas.StopReplicas(in)
 	} else {
 		out.ErrorCode = kerr.ClusterAuthorizationFailed.Code

@@ -33,7 +33,7 @@ func handleUpdateMetadata(s *Server, r *request, kreq kmsg.Request) {
 	if req.Version >= 5 {
 		brokerEpoch = req.BrokerEpoch
 	}
-	if s.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
+	if s.authz.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return

@@ -43,7 +43,7 @@ const controlledShutdownTimeout = 25 * time.Second
 func handleControlledShutdown(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ControlledShutdownRequest)
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
-	if s.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
+	if s.authz.deniedCluster(r, acl.OpClusterAction) { // docs/acls.md
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return

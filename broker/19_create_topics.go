@@ -80,7 +80,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 	created := map[string]int32{} // topic → partitions, waiting for leaders
 	// Authorization (docs/acls.md): CREATE on the cluster, else CREATE on each topic; v5's
 	// configs need DESCRIBE_CONFIGS on the topic.
-	createAny := s.authorizedCluster(r, acl.OpCreate)
+	createAny := s.authz.authorizedCluster(r, acl.OpCreate)
 	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, 0, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -99,7 +99,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 		switch {
 		case count[t.Topic] > 1:
 			setErr(kerr.InvalidRequest.Code, "topic listed more than once in the request")
-		case !createAny && !s.authorized(r, acl.OpCreate, acl.ResourceTopic, t.Topic):
+		case !createAny && !s.authz.authorized(r, acl.OpCreate, acl.ResourceTopic, t.Topic):
 			if code == 0 && count[t.Topic] == 1 {
 				budget.refund(int64(spec.NumPartitions))
 			}
@@ -122,7 +122,7 @@ func createTopics(s *Server, r *request, req *kmsg.CreateTopicsRequest) {
 				rt.ReplicationFactor = spec.ReplicationFactor
 			}
 			if req.Version >= 5 {
-				if s.authorized(r, acl.OpDescribeConfigs, acl.ResourceTopic, t.Topic) {
+				if s.authz.authorized(r, acl.OpDescribeConfigs, acl.ResourceTopic, t.Topic) {
 					s.createdTopicConfigs(&rt, spec.Configs)
 				} else {
 					rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code

@@ -60,7 +60,7 @@ func deleteTopics(s *Server, r *request, req *kmsg.DeleteTopicsRequest) {
 		switch {
 		case count[n] > 1:
 			setErr(kerr.InvalidRequest.Code, "topic listed more than once in the request")
-		case !s.authorized(r, acl.OpDelete, acl.ResourceTopic, n): // docs/acls.md
+		case !s.authz.authorized(r, acl.OpDelete, acl.ResourceTopic, n): // docs/acls.md
 			setErr(kerr.TopicAuthorizationFailed.Code, "")
 		case !validTopicName(n):
 			setErr(kerr.InvalidTopicException.Code, "invalid topic name")

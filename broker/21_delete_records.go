@@ -45,7 +45,7 @@ func handleDeleteRecords(s *Server, r *request, kreq kmsg.Request) {
 	var parts []rm.DeleteRecordsPartition  // one per distinct known partition
 	deleter := s.deps.RecordsDeleter
 	snap := s.cache.Snapshot()
-	deletable := s.topicCheck(r, acl.OpDelete) // DELETE on the topic (docs/acls.md)
+	deletable := s.authz.topicCheck(r, acl.OpDelete) // DELETE on the topic (docs/acls.md)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			k := tp(t.Topic, p.Partition)

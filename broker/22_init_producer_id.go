@@ -79,7 +79,7 @@ func handleInitProducerID(s *Server, r *request, kreq kmsg.Request) {
 		r.respond(resp)
 		return
 	}
-	if s.deniedCluster(r, acl.OpIdempotentWrite) { // an idempotent producer (docs/acls.md)
+	if s.authz.deniedCluster(r, acl.OpIdempotentWrite) { // an idempotent producer (docs/acls.md)
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return

@@ -31,8 +31,8 @@ func handleOffsetForLeaderEpoch(s *Server, r *request, kreq kmsg.Request) {
 	var results []rm.EpochEndOffsetResult
 	// Authorization (docs/acls.md): CLUSTER_ACTION on the cluster (a follower) allows every
 	// partition, else DESCRIBE on each topic.
-	describe := s.topicCheck(r, acl.OpDescribe)
-	if s.authorizedCluster(r, acl.OpClusterAction) {
+	describe := s.authz.topicCheck(r, acl.OpDescribe)
+	if s.authz.authorizedCluster(r, acl.OpClusterAction) {
 		describe = func(string) bool { return true }
 	}
 	for i := range req.Topics {

@@ -32,7 +32,7 @@ func handleDescribeACLs(s *Server, r *request, kreq kmsg.Request) {
 		fail(kerr.SecurityDisabled.Code, errNoAuthorizer)
 		return
 	}
-	if !s.authorizedCluster(r, acl.OpDescribe) {
+	if !s.authz.authorizedCluster(r, acl.OpDescribe) {
 		fail(kerr.ClusterAuthorizationFailed.Code, "")
 		return
 	}

@@ -41,7 +41,7 @@ func handleCreateACLs(s *Server, r *request, kreq kmsg.Request) {
 		}
 		r.respond(resp)
 		return
-	case !s.authorizedCluster(r, acl.OpAlter):
+	case !s.authz.authorizedCluster(r, acl.OpAlter):
 		for range req.Creations {
 			result(kerr.ClusterAuthorizationFailed.Code, "")
 		}

@@ -38,7 +38,7 @@ func handleDeleteACLs(s *Server, r *request, kreq kmsg.Request) {
 		}
 		r.respond(resp)
 		return
-	case !s.authorizedCluster(r, acl.OpAlter):
+	case !s.authz.authorizedCluster(r, acl.OpAlter):
 		for range req.Filters {
 			result(kerr.ClusterAuthorizationFailed.Code, "")
 		}

@@ -126,7 +126,7 @@ func describeConfigs(s *Server, r *request, req *kmsg.DescribeConfigsRequest) *k
 		res := &req.Resources[i]
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpDescribeConfigs)
+		err := s.authz.configAuth(r, res.ResourceType, res.ResourceName, acl.OpDescribeConfigs)
 		var entries []describedConfig
 		if err == nil {
 			entries, err = describeResource(s, res)

@@ -58,7 +58,7 @@ func alterConfigs(s *Server, r *request, req *kmsg.AlterConfigsRequest) *kmsg.Al
 		res := &req.Resources[i]
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
+		err := s.authz.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
 		switch {
 		case err != nil: // not authorized
 		case count[resourceKey{res.ResourceType, res.ResourceName}] > 1:

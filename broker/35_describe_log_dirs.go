@@ -39,7 +39,7 @@ func handleDescribeLogDirs(s *Server, r *request, kreq kmsg.Request) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	d := s.deps.LogDirs
 	// Without DESCRIBE on the cluster Kafka 2.4 answers no log dirs, no error (docs/acls.md).
-	if d == nil || s.deniedCluster(r, acl.OpDescribe) {
+	if d == nil || s.authz.deniedCluster(r, acl.OpDescribe) {
 		r.respond(resp)
 		return
 	}

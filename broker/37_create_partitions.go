@@ -101,7 +101,7 @@ func createPartitions(s *Server, r *request, req *kmsg.CreatePartitionsRequest) 
 		switch {
 		case count[t.Topic] > 1:
 			setErr(kerr.InvalidRequest.Code, "Duplicate topic in request.")
-		case !s.authorized(r, acl.OpAlter, acl.ResourceTopic, t.Topic): // docs/acls.md
+		case !s.authz.authorized(r, acl.OpAlter, acl.ResourceTopic, t.Topic): // docs/acls.md
 			setErr(kerr.TopicAuthorizationFailed.Code, "")
 		case derr != nil || rerr != nil:
 			code, msg := adminErrorCode(firstErr(derr, rerr))

@@ -100,7 +100,7 @@ func electLeaders(s *Server, r *request, req *kmsg.ElectLeadersRequest) {
 		r.respond(resp)
 		return
 	}
-	if s.deniedCluster(r, acl.OpAlter) { // docs/acls.md
+	if s.authz.deniedCluster(r, acl.OpAlter) { // docs/acls.md
 		resp := electLeadersAnswer(req, electLeadersAll(s, req, kerr.ClusterAuthorizationFailed.Code))
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)

@@ -56,7 +56,7 @@ func incrementalAlterConfigs(s *Server, r *request, req *kmsg.IncrementalAlterCo
 		for _, c := range res.Configs {
 			names = append(names, c.Name)
 		}
-		err := s.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
+		err := s.authz.configAuth(r, res.ResourceType, res.ResourceName, acl.OpAlterConfigs)
 		switch {
 		case err != nil: // not authorized
 		case count[resourceKey{res.ResourceType, res.ResourceName}] > 1:

@@ -66,7 +66,7 @@ func reassignTopLevelCode(err error) int16 {
 func handleAlterPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-	if s.deniedCluster(r, acl.OpAlter) { // docs/acls.md
+	if s.authz.deniedCluster(r, acl.OpAlter) { // docs/acls.md
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return

@@ -29,7 +29,7 @@ func init() { regKey(kmsg.ListPartitionReassignments, 0, 0, handleListPartitionR
 func handleListPartitionReassignments(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if s.deniedCluster(r, acl.OpDescribe) { // docs/acls.md
+	if s.authz.deniedCluster(r, acl.OpDescribe) { // docs/acls.md
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		r.respond(resp)
 		return

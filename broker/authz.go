@@ -44,31 +44,35 @@ func peerHost(a net.Addr) string {
 	return acl.NormalizeHost(host)
 }
 
+// authz is the server's authorization (Deps.ACLs; nil: everything allowed): the checks the
+// handlers make.
+type authz struct{ acls ACLs }
+
 // principal is who sent r.
 func (r *request) principal() string { return *r.c.principal.Load() }
 
 // authorized reports whether r's principal may perform op on the literal resource typ:name.
 // No authorizer: always.
-func (s *Server) authorized(r *request, op acl.Operation, typ acl.ResourceType, name string) bool {
-	if s.deps.ACLs == nil {
+func (a authz) authorized(r *request, op acl.Operation, typ acl.ResourceType, name string) bool {
+	if a.acls == nil {
 		return true
 	}
-	return s.deps.ACLs.Authorizer().Authorize(r.principal(), r.c.clientHost, op, typ, name)
+	return a.acls.Authorizer().Authorize(r.principal(), r.c.clientHost, op, typ, name)
 }
 
 // authorizedCluster is authorized on the cluster resource.
-func (s *Server) authorizedCluster(r *request, op acl.Operation) bool {
-	return s.authorized(r, op, acl.ResourceCluster, acl.ClusterName)
+func (a authz) authorizedCluster(r *request, op acl.Operation) bool {
+	return a.authorized(r, op, acl.ResourceCluster, acl.ClusterName)
 }
 
 // authorizedOps is KIP-430's bitfield for typ:name (every supported operation without an
 // authorizer).
-func (s *Server) authorizedOps(r *request, typ acl.ResourceType, name string) int32 {
-	var a *acl.Authorizer
-	if s.deps.ACLs != nil {
-		a = s.deps.ACLs.Authorizer()
+func (a authz) authorizedOps(r *request, typ acl.ResourceType, name string) int32 {
+	var cache *acl.Authorizer
+	if a.acls != nil {
+		cache = a.acls.Authorizer()
 	}
-	return acl.AuthorizedOperations(a, r.principal(), r.c.clientHost, typ, name)
+	return acl.AuthorizedOperations(cache, r.principal(), r.c.clientHost, typ, name)
 }
 
 // producerKinds reports whether any v2 batch in records is idempotent (a producer id >= 0)
@@ -96,12 +100,12 @@ func producerKinds(records []byte) (idempotent, transactional bool) {
 // fetchDenied returns the partitions of a fetch (its session's included) that its sender may
 // not read (nil: none): every partition for a follower without CLUSTER_ACTION on the cluster,
 // the partitions of topics a consumer may not READ.
-func fetchDenied(s *Server, r *request, replicaID int32, parts []fetchsession.PartitionFetch) map[rm.TopicPartition]bool {
-	if s.deps.ACLs == nil {
+func fetchDenied(a authz, r *request, replicaID int32, parts []fetchsession.PartitionFetch) map[rm.TopicPartition]bool {
+	if a.acls == nil {
 		return nil
 	}
-	follower := replicaID >= 0 && s.authorizedCluster(r, acl.OpClusterAction)
-	read := s.topicCheck(r, acl.OpRead)
+	follower := replicaID >= 0 && a.authorizedCluster(r, acl.OpClusterAction)
+	read := a.topicCheck(r, acl.OpRead)
 	var denied map[rm.TopicPartition]bool
 	for _, p := range parts {
 		if follower || (replicaID < 0 && read(p.Topic)) {
@@ -125,15 +129,15 @@ func withDenied(results []rm.FetchPartitionResult, denied map[rm.TopicPartition]
 }
 
 // topicCheck returns a per-request memo of authorized(op, Topic, name).
-func (s *Server) topicCheck(r *request, op acl.Operation) func(topic string) bool {
-	if s.deps.ACLs == nil {
+func (a authz) topicCheck(r *request, op acl.Operation) func(topic string) bool {
+	if a.acls == nil {
 		return func(string) bool { return true }
 	}
 	memo := map[string]bool{}
 	return func(topic string) bool {
 		ok, seen := memo[topic]
 		if !seen {
-			ok = s.authorized(r, op, acl.ResourceTopic, topic)
+			ok = a.authorized(r, op, acl.ResourceTopic, topic)
 			memo[topic] = ok
 		}
 		return ok
@@ -141,8 +145,8 @@ func (s *Server) topicCheck(r *request, op acl.Operation) func(topic string) boo
 }
 
 // deniedCluster reports (and logs, rate-limited) that r's principal lacks op on the cluster.
-func (s *Server) deniedCluster(r *request, op acl.Operation) bool {
-	if s.authorizedCluster(r, op) {
+func (a authz) deniedCluster(r *request, op acl.Operation) bool {
+	if a.authorizedCluster(r, op) {
 		return false
 	}
 	requestWarnings.Warn(r.log().WithField("principal", r.principal()), "", "request refused: no "+op.String()+" on the cluster")
@@ -152,14 +156,14 @@ func (s *Server) deniedCluster(r *request, op acl.Operation) bool {
 // configAuth checks a config API's resource (docs/acls.md): a broker or broker-logger resource
 // needs op on the cluster (CLUSTER_AUTHORIZATION_FAILED), a topic op on the topic
 // (TOPIC_AUTHORIZATION_FAILED). Other types are left to the handler's own checks.
-func (s *Server) configAuth(r *request, typ kmsg.ConfigResourceType, name string, op acl.Operation) error {
+func (a authz) configAuth(r *request, typ kmsg.ConfigResourceType, name string, op acl.Operation) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
-		if s.deniedCluster(r, op) {
+		if a.deniedCluster(r, op) {
 			return &resourceError{code: kerr.ClusterAuthorizationFailed.Code, msg: "Cluster authorization failed."}
 		}
 	case kmsg.ConfigResourceTypeTopic:
-		if !s.authorized(r, op, acl.ResourceTopic, name) {
+		if !a.authorized(r, op, acl.ResourceTopic, name) {
 			return &resourceError{code: kerr.TopicAuthorizationFailed.Code, msg: "Topic authorization failed."}
 		}
 	}

@@ -49,7 +49,9 @@ func handleGroupRequest(s *Server, r *request, req kmsg.Request) {
 	}
 	gr := &groupcoord.Request{ClientID: r.clientID(), ClientHost: "/" + host, Listener: r.c.listener, Log: r.log()}
 	if s.deps.ACLs != nil {
-		gr.Authorized = func(op acl.Operation, typ acl.ResourceType, name string) bool { return s.authorized(r, op, typ, name) }
+		gr.Authorized = func(op acl.Operation, typ acl.ResourceType, name string) bool {
+			return s.authz.authorized(r, op, typ, name)
+		}
 	}
 	s.groups.Handle(gr, req, func(resp kmsg.Response) {
 		r.safe(func() { r.respond(resp) })

@@ -72,7 +72,8 @@ const (
 // Server is the Kafka wire server of one broker.
 type Server struct {
 	cfg   Config
-	deps  Deps // the collaborators (interfaces.go); set by New, never changed
+	deps  Deps  // the collaborators (interfaces.go); set by New, never changed
+	authz authz // the handlers' authorization checks over deps.ACLs (authz.go)
 	log   logrus.FieldLogger
 	cache *MetadataCache
 
@@ -135,6 +136,7 @@ func New(cfg Config, deps Deps) *Server {
 	s := &Server{
 		cfg:          cfg,
 		deps:         deps,
+		authz:        authz{acls: deps.ACLs},
 		log:          cfg.Log.WithField("brokerId", cfg.BrokerID),
 		cache:        NewMetadataCache(),
 		ctx:          ctx,
