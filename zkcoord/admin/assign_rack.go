@@ -14,8 +14,21 @@ import (
 
 // ErrRackInfoIncomplete: some live brokers have a rack and others do not, so a rack-aware
 // assignment cannot be made (Kafka's AdminOperationException; CreateTopics answers
-// UNKNOWN_SERVER_ERROR with this message, as Kafka 2.4 does).
-var ErrRackInfoIncomplete = errors.New("Not all brokers have rack information for replica rack aware assignment")
+// UNKNOWN_SERVER_ERROR with its message, as Kafka 2.4 does). The errors returned wrap it with
+// Kafka's two messages: errRackAssignment's (AdminUtils) and errRackEnforced's (AdminZkClient's
+// getBrokerMetadatas, met first on the create and add-partitions paths).
+var ErrRackInfoIncomplete = errors.New("incomplete broker rack information")
+
+// rackError is an ErrRackInfoIncomplete with Kafka's message.
+type rackError struct{ msg string }
+
+func (e *rackError) Error() string        { return e.msg }
+func (e *rackError) Is(target error) bool { return target == ErrRackInfoIncomplete }
+
+var (
+	errRackAssignment = &rackError{"Not all brokers have rack information for replica rack aware assignment"}
+	errRackEnforced   = &rackError{"Not all brokers have rack information. Add --disable-rack-aware in command line to make replica assignment without rack information."}
+)
 
 // RackAwareMode is Kafka's RackAwareMode: how the brokers' racks enter an assignment.
 type RackAwareMode int8
@@ -58,7 +71,7 @@ func (adm *Admin) brokerMetadatas(mode RackAwareMode) ([]BrokerRack, error) {
 			out[i].Rack = ""
 		}
 	case mode == RackAwareEnforced && withRack > 0 && withRack < len(out):
-		return nil, ErrRackInfoIncomplete
+		return nil, errRackEnforced
 	}
 	return out, nil
 }
@@ -97,7 +110,7 @@ func AssignReplicas(brokers []BrokerRack, nPartitions int32, rf int, fixedStartI
 		return assignRackUnaware(ids, nPartitions, rf, start, shift, startPartition), nil
 	}
 	if withRack < len(brokers) {
-		return nil, ErrRackInfoIncomplete
+		return nil, errRackAssignment
 	}
 	return assignRackAware(brokers, nPartitions, rf, fixedStartIndex, startPartition), nil
 }

@@ -250,6 +250,12 @@ func (adm *Admin) DeleteTopic(ctx context.Context, topic string) error {
 // partitions online (processPartitionModification). Returns the new partitions' assignment.
 // The partition count can only grow.
 func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions int32, newAssignment map[int32][]int32, validateOnly bool) (map[int32][]int32, error) {
+	return adm.AddPartitionsWithRacks(ctx, topic, numPartitions, newAssignment, validateOnly, RackAwareEnforced)
+}
+
+// AddPartitionsWithRacks is AddPartitions with the racks used as mode says (the operator CLI's
+// --disable-rack-aware; CreatePartitions is always Enforced, as Kafka's).
+func (adm *Admin) AddPartitionsWithRacks(ctx context.Context, topic string, numPartitions int32, newAssignment map[int32][]int32, validateOnly bool, mode RackAwareMode) (map[int32][]int32, error) {
 	if !zkdata.ValidTopicName(topic) {
 		return nil, ErrUnknownTopic
 	}
@@ -327,7 +333,7 @@ func (adm *Admin) AddPartitions(ctx context.Context, topic string, numPartitions
 			added[p] = append([]int32(nil), r...)
 		}
 	} else {
-		brokers, err := adm.brokerMetadatas(RackAwareEnforced)
+		brokers, err := adm.brokerMetadatas(mode)
 		if err != nil {
 			return nil, err
 		}

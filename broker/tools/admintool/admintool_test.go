@@ -191,7 +191,13 @@ func TestTopicsAndClusterZooKeeper(t *testing.T) {
 		mustOK(t, run("topics", zkArg, "--create", "--topic", "logs", "--replica-assignment", "1:2,3:1"))
 		mustFail(t, run("topics", zkArg, "--create", "--topic", "logs", "--partitions", "2", "--replication-factor", "2"), 1, `topic "logs" already exists`)
 		mustOK(t, run("topics", zkArg, "--create", "--topic", "logs", "--partitions", "2", "--replication-factor", "2", "--if-not-exists"))
-		mustFail(t, run("topics", zkArg, "--create", "--topic", "big", "--partitions", "1", "--replication-factor", "4"), 1, "replication factor: 4 larger than available brokers: 3")
+		// Broker 1 has a rack, 2 and 3 none: a computed assignment is refused as Kafka's
+		// TopicCommand refuses it (KIP-36), unless --disable-rack-aware ("alter partitions"
+		// below adds partitions with it).
+		mustFail(t, run("topics", zkArg, "--create", "--topic", "mixed", "--partitions", "1", "--replication-factor", "2"), 1,
+			"Not all brokers have rack information. Add --disable-rack-aware in command line to make replica assignment without rack information.")
+		mustFail(t, run("topics", zkArg, "--list", "--disable-rack-aware"), 1, "--disable-rack-aware is only valid with --create or --alter and --zookeeper")
+		mustFail(t, run("topics", zkArg, "--create", "--topic", "big", "--partitions", "1", "--replication-factor", "4", "--disable-rack-aware"), 1, "replication factor: 4 larger than available brokers: 3")
 	})
 	t.Run("bad replica assignment", func(t *testing.T) {
 		mustFail(t, run("topics", zkArg, "--create", "--topic", "x", "--replica-assignment", "1:2,2:x"), 1, `"x" in partition 1 ("2:x") is not a broker id`)
@@ -301,7 +307,8 @@ func TestTopicsAndClusterZooKeeper(t *testing.T) {
 		}
 	})
 	t.Run("alter partitions", func(t *testing.T) {
-		out := mustOK(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "5"))
+		mustFail(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "5"), 1, "Not all brokers have rack information.")
+		out := mustOK(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "5", "--disable-rack-aware"))
 		if !strings.HasSuffix(out, "Adding partitions succeeded!\n") {
 			t.Fatalf("alter: %q", out)
 		}
@@ -314,13 +321,13 @@ func TestTopicsAndClusterZooKeeper(t *testing.T) {
 				t.Fatalf("topic znode %s lacks %s", got, want)
 			}
 		}
-		mustFail(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "5"), 1, "currently has 5 partitions")
+		mustFail(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "5", "--disable-rack-aware"), 1, "currently has 5 partitions")
 		mustOK(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "6", "--replica-assignment", "1:2:3,2:3:1,3:1:2,1:3:2,2:1:3,3:2:1"))
 		if got := e.znode("/brokers/topics/orders"); !strings.Contains(got, `"5":[3,2,1]`) {
 			t.Fatalf("topic znode %s", got)
 		}
 		mustFail(t, run("topics", zkArg, "--alter", "--topic", "orders", "--partitions", "7", "--replica-assignment", "1:2:3,2:3:1,3:1:2,1:3:2,2:1:3,3:2:1,1:2"), 1, "partition 6 (\"1:2\") has 2 replicas")
-		mustFail(t, run("topics", zkArg, "--alter", "--topic", "nope", "--partitions", "7"), 1, `isrbroker: topic "nope" does not exist`)
+		mustFail(t, run("topics", zkArg, "--alter", "--topic", "nope", "--partitions", "7", "--disable-rack-aware"), 1, `isrbroker: topic "nope" does not exist`)
 	})
 	t.Run("delete", func(t *testing.T) {
 		out := mustOK(t, run("topics", zkArg, "--delete", "--topic", "logs"))

@@ -113,9 +113,18 @@ func (b *zkBackend) describe(ctx context.Context, topics []string) ([]topicInfo,
 	return out, live, nil
 }
 
+// rackAwareMode is Kafka's TopicCommand choice: Enforced unless --disable-rack-aware.
+func (b *zkBackend) rackAwareMode() admin.RackAwareMode {
+	if b.c.Bool("disable-rack-aware") {
+		return admin.RackAwareDisabled
+	}
+	return admin.RackAwareEnforced
+}
+
 func (b *zkBackend) create(ctx context.Context, name string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) error {
 	_, err := b.coord.Admin.CreateTopic(ctx, admin.TopicSpec{
 		Name: name, NumPartitions: partitions, ReplicationFactor: rf, Assignment: assignment, Configs: configs,
+		RackAwareMode: b.rackAwareMode(),
 	}, false)
 	return adminErr(b.c, name, err)
 }
@@ -143,7 +152,7 @@ func (b *zkBackend) addPartitions(ctx context.Context, name string, n int32, ass
 			}
 		}
 	}
-	_, err := b.coord.Admin.AddPartitions(ctx, name, n, added, false)
+	_, err := b.coord.Admin.AddPartitionsWithRacks(ctx, name, n, added, false, b.rackAwareMode())
 	return adminErr(b.c, name, err)
 }
 

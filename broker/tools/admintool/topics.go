@@ -56,6 +56,7 @@ Exactly one of --create, --list, --describe, --delete or --alter is required, an
 Examples:
   isrbroker topics --zookeeper localhost:2181 --create --topic orders --partitions 6 --replication-factor 3 --config min.insync.replicas=2
   isrbroker topics --zookeeper localhost:2181 --create --topic pinned --replica-assignment 1:2:3,2:3:1,3:1:2
+  isrbroker topics --zookeeper localhost:2181 --create --topic norack --partitions 6 --replication-factor 3 --disable-rack-aware
   isrbroker topics --zookeeper localhost:2181 --list
   isrbroker topics --zookeeper localhost:2181 --describe --topic orders
   isrbroker topics --zookeeper localhost:2181 --describe --under-replicated-partitions
@@ -92,6 +93,7 @@ func topicsCommand() *cli.Command {
 		&cli.IntFlag{Name: "replication-factor", Usage: "replication factor of a new topic"},
 		&cli.StringFlag{Name: "replica-assignment", Usage: "explicit assignment: broker lists per partition, e.g. 1:2:3,2:3:1 (create, alter)"},
 		&cli.StringSliceFlag{Name: "config", Usage: "topic config override key=value for --create (repeatable)"},
+		&cli.BoolFlag{Name: "disable-rack-aware", Usage: "create/alter with --zookeeper: assign replicas without the brokers' racks (rack-aware by default, KIP-36)"},
 		&cli.BoolFlag{Name: "if-exists", Usage: "alter/delete/describe: do nothing when the topic does not exist"},
 		&cli.BoolFlag{Name: "if-not-exists", Usage: "create: do nothing when the topic exists"},
 		&cli.BoolFlag{Name: "exclude-internal", Usage: "list/describe: leave out internal topics"},
@@ -150,6 +152,9 @@ func topicsAction(c *cli.Context) error {
 	}
 	if verb == "alter" && !c.IsSet("partitions") {
 		return failf("--alter needs --partitions N (isrbroker changes topic configs only at --create)")
+	}
+	if c.Bool("disable-rack-aware") && (verb != "create" && verb != "alter" || zkc == "") {
+		return failf("--disable-rack-aware is only valid with --create or --alter and --zookeeper")
 	}
 	if c.IsSet("config") && verb != "create" {
 		return failf("--config is only valid with --create (alter topic configs is not supported)")
