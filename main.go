@@ -274,9 +274,8 @@ type runningBroker struct {
 	metrics    net.Addr       // bound metrics address, nil when disabled
 	page       *replview.Page // served on the metrics listener from the start, 503 until Start
 	// interBroker secures the broker's own connections to the inter-broker listener (fetchers,
-	// controller channel, controlled shutdown): PLAINTEXT (the zero value) until broker/config
-	// parses that listener's client keys and newInterBrokerSecurity (interbroker_security.go)
-	// builds it from them.
+	// controller channel, controlled shutdown): interBrokerSecurity (interbroker_security.go)
+	// builds it from that listener's keys; PLAINTEXT is the zero value.
 	interBroker kproto.Security
 }
 
@@ -309,6 +308,12 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 			}
 		}()
 		log.WithField("addr", ln.Addr().String()).Info("serving Prometheus metrics at /metrics and the replication page at /replication")
+	}
+
+	// The inter-broker listener's client side (interbroker_security.go), before the controller
+	// channel, the fetchers and the controlled-shutdown client that use it.
+	if b.interBroker, err = interBrokerSecurity(cfg); err != nil {
+		return nil, err
 	}
 
 	logCfg := LogConfig(cfg)
