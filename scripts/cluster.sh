@@ -22,8 +22,9 @@
 #                              `down` stops the secure cluster too
 #
 # State lives in .cluster/ (binary, ZooKeeper config and data, pid files, logs) and the brokers'
-# logs in data/broker-N (log.dirs in the properties files); both are ignored by git. Only processes
-# recorded in .cluster/*.pid are ever signalled.
+# logs in data/broker-N (log.dirs in the properties files); both are ignored by git (the secure
+# cluster's all in .cluster-secure/). Only processes recorded in .cluster/*.pid and
+# .cluster-secure/*.pid are ever signalled.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
