@@ -310,17 +310,18 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		log.WithField("addr", ln.Addr().String()).Info("serving Prometheus metrics at /metrics and the replication page at /replication")
 	}
 
+	// The inter-broker listener's client side (interbroker_security.go), before the controller
+	// channel, the fetchers and the controlled-shutdown client that use it.
+	if b.interBroker, err = interBrokerSecurity(cfg); err != nil {
+		return nil, err
+	}
+
 	logCfg := LogConfig(cfg)
 	b.logs, err = logstore.Open(cfg.LogDirs, cfg.BrokerID, logCfg, log.WithField("component", componentLog))
 	if err != nil {
 		return nil, fmt.Errorf("log.dirs %s: %w", strings.Join(cfg.LogDirs, ","), err)
 	}
 	b.logs.SetMetricsRegistry(reg) // kafka.log:type=Log gauges per partition (docs/metrics.md)
-
-	// The broker's own connections to the inter-broker listener use its security (TLS, SASL).
-	if b.interBroker, err = interBrokerSecurity(cfg); err != nil {
-		return nil, err
-	}
 
 	endpoints := make([]zkcoord.Endpoint, 0, len(cfg.AdvertisedListeners))
 	for _, l := range cfg.AdvertisedListeners {

@@ -13,10 +13,18 @@
 #   scripts/cluster.sh status  show what is running and the cluster's metadata
 #   scripts/cluster.sh down    stop (SIGTERM) the brokers and the ZooKeeper this script started
 #   scripts/cluster.sh clean   down, then delete .cluster/ and data/ (all topics are lost)
+#   scripts/cluster.sh up --secure    a second, separate cluster (state in .cluster-secure/,
+#                              ZooKeeper 127.0.0.1:12181, brokers 19092-19094): SASL_SSL with
+#                              SCRAM-SHA-512 for clients and between the brokers, the ACL
+#                              authorizer; the demo shows alice refused, then allowed by ACLs
+#                              (scripts/lib/securecluster.sh, docs/security.md)
+#   scripts/cluster.sh down|status|clean --secure    the same for the secure cluster; plain
+#                              `down` stops the secure cluster too
 #
 # State lives in .cluster/ (binary, ZooKeeper config and data, pid files, logs) and the brokers'
-# logs in data/broker-N (log.dirs in the properties files); both are ignored by git. Only processes
-# recorded in .cluster/*.pid are ever signalled.
+# logs in data/broker-N (log.dirs in the properties files); both are ignored by git (the secure
+# cluster's all in .cluster-secure/). Only processes recorded in .cluster/*.pid and
+# .cluster-secure/*.pid are ever signalled.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -491,14 +499,33 @@ cmd_clean() {
 	rm -rf "$STATE" data
 }
 
-case "${1:-}" in
-up) cmd_up ;;
-demo) cmd_demo ;;
-status) cmd_status ;;
-down) cmd_down ;;
-clean) cmd_clean ;;
+# shellcheck source=scripts/lib/securecluster.sh
+source "$ROOT/scripts/lib/securecluster.sh"
+
+# secure_running: a secure cluster this script started has a process left.
+secure_running() {
+	local f
+	for f in "$ROOT/.cluster-secure"/*.pid; do
+		[[ -f "$f" ]] && return 0
+	done
+	return 1
+}
+
+case "${1:-} ${2:-}" in
+"up ") cmd_up ;;
+"up --secure") secure_globals && cmd_up_secure ;;
+"demo ") cmd_demo ;;
+"status ") cmd_status ;;
+"status --secure") secure_globals && cmd_status_secure ;;
+"down ")
+	cmd_down
+	if secure_running; then (cmd_down_secure); fi
+	;;
+"down --secure") cmd_down_secure ;;
+"clean ") cmd_clean ;;
+"clean --secure") cmd_clean_secure ;;
 *)
-	echo "usage: scripts/cluster.sh up|demo|status|down|clean" >&2
+	echo "usage: scripts/cluster.sh up|demo|status|down|clean, or up|status|down|clean --secure" >&2
 	exit 2
 	;;
 esac

@@ -22,7 +22,13 @@
 #   broker1 while the member is still down (its name then does not resolve); starts the member
 #   again and waits until it serves again.
 #
-#   scripts/compose-test.sh [single|ensemble|all]     (default all)
+# secure (docker-compose.yml + docker-compose.secure.yml, keystores from
+#   scripts/docker/secure-setup.sh in the test's temporary directory): SASL_SSL/SCRAM-SHA-512 on
+#   both listeners and the ACL authorizer; kcat as alice is refused on topic demo, then
+#   `isrbroker acls --add --producer --consumer` (through the published ZooKeeper port) lets her
+#   produce (acks=all) and consume in group demo-group.
+#
+#   scripts/compose-test.sh [single|ensemble|secure|all]     (default all)
 #
 # With no usable Docker engine it prints "compose-test: no Docker engine: skipped" and exits 0.
 # Uses `docker compose` when that plugin exists, else `docker-compose`. ZOOKEEPER_IMAGE
@@ -39,10 +45,10 @@ t0=$SECONDS
 
 modes=()
 case "${1:-all}" in
-single | ensemble) modes=("$1") ;;
-all) modes=(single ensemble) ;;
+single | ensemble | secure) modes=("$1") ;;
+all) modes=(single ensemble secure) ;;
 *)
-	echo "usage: scripts/compose-test.sh [single|ensemble|all]" >&2
+	echo "usage: scripts/compose-test.sh [single|ensemble|secure|all]" >&2
 	exit 2
 	;;
 esac
@@ -344,6 +350,51 @@ ensemble() {
 	produce f 500 || fail "kcat -P after $victim rejoined"
 	consume_check "after $victim rejoined"
 	down
+}
+
+secure() {
+	mode_name=secure
+	project=isrbroker-compose-test-$$-secure
+	services=(zookeeper broker1 broker2 broker3)
+	pick_ports
+	local dir=$work/secure out
+	export ISRBROKER_SECURE_DIR=$dir
+	bash scripts/docker/secure-setup.sh "$dir" >"$work/secure-setup.log" 2>&1 ||
+		{ cat "$work/secure-setup.log" >&2; fail "scripts/docker/secure-setup.sh"; }
+	files=(--env-file "$dir/secure.env" -f docker-compose.yml -f docker-compose.secure.yml)
+	compose up -d >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; fail "compose up"; }
+	wait_until 240 all_healthy || fail "${services[*]} not all healthy within 240 s"
+	log "${services[*]} are healthy (SASL_SSL between the brokers)"
+	topic_created() {
+		local cid
+		cid=$(compose ps -q create-demo-topic) && [[ -n "$cid" ]] || return 1
+		[[ "$(docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$cid")" == "exited 0" ]]
+	}
+	wait_until 120 topic_created || fail "the create-demo-topic service did not exit 0 within 120 s"
+	local zk=127.0.0.1:$ZOOKEEPER_PORT
+	kcat_as() { local u=$1; shift; timeout 60 kcat -F "$dir/kcat-$u.conf" -b "$BOOTSTRAP" "$@"; }
+	admin_sees_all() { kcat_as admin -L -t demo 2>/dev/null | grep -q " 3 brokers:"; }
+	wait_until 60 admin_sees_all || fail "admin's metadata over SASL_SSL does not list 3 brokers"
+	seq 1 10 | sed "s/^/k-&:$run_id-s-/" >"$work/produced-s"
+	refused() {
+		out=$(kcat_as alice -P -t demo -K: -X acks=all -X message.timeout.ms=5000 <"$work/produced-s" 2>&1) && return 1
+		grep -qi "authorization failed" <<<"$out"
+	}
+	wait_until 60 refused || fail "alice was not refused on topic demo without ACLs: $out"
+	log "alice refused on topic demo without ACLs ($(grep -i -m1 "authorization failed" <<<"$out"))"
+	"$work/isrbroker" acls --authorizer-properties "zookeeper.connect=$zk" --add --allow-principal User:alice \
+		--producer --consumer --topic demo --group demo-group >"$work/acls.log" 2>&1 || { cat "$work/acls.log" >&2; fail "isrbroker acls --add"; }
+	allowed() { kcat_as alice -P -t demo -K: -X acks=all -X message.timeout.ms=10000 <"$work/produced-s" >/dev/null 2>&1; }
+	wait_until 60 allowed || fail "alice cannot produce to demo 60 s after the ACLs were added"
+	cut -d: -f2 "$work/produced-s" >"$work/acked"
+	out=$(kcat_as alice -G demo-group demo -X auto.offset.reset=earliest -e -q -f '%s\n' 2>"$work/kcat-c.err") ||
+		{ cat "$work/kcat-c.err" >&2; fail "kcat -G demo-group as alice"; }
+	local missing
+	missing=$(comm -23 <(sort -u "$work/acked") <(grep "^$run_id-" <<<"$out" | sort -u) | wc -l)
+	((missing == 0)) || fail "$missing of the records alice produced were not consumed back by her group"
+	log "after isrbroker acls --producer --consumer alice produced $(wc -l <"$work/acked") records and consumed them in group demo-group"
+	down
+	unset ISRBROKER_SECURE_DIR
 }
 
 for m in "${modes[@]}"; do
