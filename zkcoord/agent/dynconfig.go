@@ -40,7 +40,8 @@ type ConfigListener struct {
 
 	mu        sync.Mutex
 	callbacks []func(entity string, cfg map[string]string)
-	users     []func(user string, cfg map[string]string) // OnUserConfig
+	users     []func(user string, cfg map[string]string)         // OnUserConfig
+	quotas    []func(user, client string, cfg map[string]string) // OnQuotaConfig (quotas.go)
 	started   bool
 	closed    bool
 	fullScan  bool // a callback was added: deliver every entity again
@@ -241,8 +242,13 @@ func (l *configChangeListener) deliverAll() error {
 		}
 	}
 	d.mu.Lock()
-	wantUsers := len(d.users) > 0
+	wantUsers, wantQuotas := len(d.users) > 0, len(d.quotas) > 0
 	d.mu.Unlock()
+	if wantQuotas {
+		if err := l.deliverAllQuotas(); err != nil {
+			return err
+		}
+	}
 	if !wantUsers {
 		return nil
 	}
@@ -309,7 +315,12 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 	case kind == "topics" && zkdata.ValidTopicName(name):
 		path = zkdata.TopicConfigPath(name)
 	case kind == "users" && name != "" && !strings.Contains(name, "/"):
+		if err := l.deliverQuota(entity); err != nil {
+			return err
+		}
 		return l.deliverUser(name)
+	case kind == "users" || kind == "clients":
+		return l.deliverQuota(entity)
 	default:
 		return nil
 	}
