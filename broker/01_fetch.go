@@ -93,7 +93,10 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		})
 	}
 	finish := func(results []rm.FetchPartitionResult) {
-		answers, _ := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
+		answers, size := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
+		if req.ReplicaID < 0 && s.throttledFetch(r, resp, fctx, size) {
+			return
+		}
 		var keep []bool
 		resp.SessionID, resp.ErrorCode, keep = fctx.Respond(time.Now(), sessionResults(answers))
 		if resp.ErrorCode != 0 {
