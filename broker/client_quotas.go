@@ -80,10 +80,14 @@ func quotaExempt(key int16) bool {
 // time metric, mute). It returns that time; r's request quota is then done.
 func (s *Server) recordBandwidth(r *request, m *clientquota.Manager, value float64, skipRequest bool) time.Duration {
 	r.quotaDone = true
+	rqOn := !skipRequest && s.clientQuotas.Request.Enabled()
+	if !rqOn && !m.Enabled() {
+		return 0
+	}
 	user, client := r.quotaUser(), r.clientID()
 	bw := m.Record(user, client, value)
 	var rq time.Duration
-	if !skipRequest {
+	if rqOn {
 		rq = s.clientQuotas.Request.Record(user, client, r.handlerPercent())
 	}
 	switch {
@@ -109,6 +113,9 @@ func (r *request) applyRequestQuota(resp kmsg.Response) {
 	}
 	r.quotaDone = true
 	q := r.c.s.clientQuotas.Request
+	if !q.Enabled() {
+		return
+	}
 	user, client := r.quotaUser(), r.clientID()
 	d := q.Record(user, client, r.handlerPercent())
 	if d <= 0 {

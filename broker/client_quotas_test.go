@@ -82,3 +82,22 @@ func TestFetchOverQuotaAnswersNoRecords(t *testing.T) {
 		t.Fatalf("throttle %d, %d topics; want a throttled empty answer", resp.ThrottleMillis, len(resp.Topics))
 	}
 }
+
+// TestRequestPercentageThrottles: a client over request_percentage gets throttle_time_ms on
+// any response with the field, at most one window (ClientRequestQuotaManager's cap).
+func TestRequestPercentageThrottles(t *testing.T) {
+	e := startServerWith(t, nil, func(_ *fakeAdmin, d *Deps) {
+		d.Quotas = staticQuotas{{"ANONYMOUS", "", map[string]string{clientquota.RequestPercentage: "0.000001"}}}
+	})
+	c := dial(t, e.addr)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 8
+	resp := roundTrip[*kmsg.MetadataResponse](t, c, md)
+	if resp.ThrottleMillis <= 0 || resp.ThrottleMillis > 1000 {
+		t.Fatalf("throttle_time_ms %d, want in (0, 1000]", resp.ThrottleMillis)
+	}
+	name := clientquota.MetricName(clientquota.Request, clientquota.Tags{User: "ANONYMOUS"}, "request-time")
+	if e.srv.cfg.Registry.Get(name) == nil {
+		t.Fatalf("no %s", name)
+	}
+}

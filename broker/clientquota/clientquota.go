@@ -125,6 +125,14 @@ func (m *Manager) set(path string, bound float64) {
 // enabled is Kafka's quotasEnabled: some quota is configured.
 func (m *Manager) enabled() bool { return len(m.overrides) > 0 || m.static > 0 }
 
+// Enabled reports whether some quota of m's type is configured: without one Record does
+// nothing, so callers may skip computing its value.
+func (m *Manager) Enabled() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.enabled()
+}
+
 func (m *Manager) has(user, client string, hasUser, hasClient bool) bool {
 	_, ok := m.overrides[entityPath(user, client, hasUser, hasClient)]
 	return ok

@@ -70,7 +70,7 @@ func (d *ConfigListener) OnDynamicConfig(f func(entity string, cfg map[string]st
 // credentials of docs/sasl.md §3): f(user, cfg) with the desanitized user name and the user's
 // complete config (empty when its znode is absent), for every user at the first scan and then
 // for each users/<user> notification (Kafka's UserConfigHandler; users/<u>/clients/<c> and
-// <default> quota entities are skipped). Otherwise as OnDynamicConfig.
+// <default> quota entities go to OnQuotaConfig only). Otherwise as OnDynamicConfig.
 func (d *ConfigListener) OnUserConfig(f func(user string, cfg map[string]string)) {
 	if f == nil {
 		return
@@ -303,8 +303,8 @@ func (l *configChangeListener) deliverUser(sanitized string) error {
 }
 
 // deliverEntity re-reads one entity's config and calls the callbacks; entities that do not
-// concern this broker (another broker's config, clients, users' client quotas) are skipped, and
-// users go to the user callbacks only.
+// concern this broker (another broker's config) are skipped; users, clients and users' client
+// entities go to the quota callbacks (quotas.go), users also to the user callbacks.
 func (l *configChangeListener) deliverEntity(entity string) error {
 	d := l.d
 	kind, name, _ := strings.Cut(entity, "/")
