@@ -57,6 +57,8 @@ func init() { regKey(kmsg.Fetch, 4, 11, handleFetch) }
 func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	// Followers' fetches are exempt from the client quotas (Kafka: CLUSTER_ACTION).
+	r.quotaDone = req.ReplicaID >= 0
 	fctx := s.newFetchContext(req)
 	if code := fctx.Error(); code != 0 {
 		resp.ErrorCode = code
@@ -94,7 +96,7 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	}
 	finish := func(results []rm.FetchPartitionResult) {
 		answers, size := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
-		if req.ReplicaID < 0 && s.throttledFetch(r, resp, fctx, size) {
+		if !r.quotaDone && s.throttledFetch(r, resp, fctx, size) {
 			return
 		}
 		var keep []bool

@@ -63,7 +63,7 @@ func TestProduceOverQuotaIsThrottled(t *testing.T) {
 // with throttle_time_ms, and its bytes are taken back (Kafka's getThrottledResponse).
 func TestFetchOverQuotaAnswersNoRecords(t *testing.T) {
 	e := startServerWith(t, nil, func(_ *fakeAdmin, d *Deps) {
-		d.Quotas = staticQuotas{{clientquota.DefaultEntity, "", map[string]string{clientquota.ConsumerByteRate: "100"}}}
+		d.Quotas = staticQuotas{{clientquota.DefaultEntity, "", map[string]string{clientquota.ConsumerByteRate: "100", clientquota.RequestPercentage: "0.000001"}}}
 	})
 	e.createTopic("t", 1)
 	c := dial(t, e.addr)
@@ -80,6 +80,13 @@ func TestFetchOverQuotaAnswersNoRecords(t *testing.T) {
 	resp := roundTrip[*kmsg.FetchResponse](t, c, fr)
 	if resp.ThrottleMillis <= 0 || len(resp.Topics) != 0 {
 		t.Fatalf("throttle %d, %d topics; want a throttled empty answer", resp.ThrottleMillis, len(resp.Topics))
+	}
+	// A follower's fetch is exempt (Kafka: CLUSTER_ACTION), on a connection of its own (the
+	// consumer's is muted).
+	fr.ReplicaID = 2
+	resp = roundTrip[*kmsg.FetchResponse](t, dial(t, e.addr), fr)
+	if resp.ThrottleMillis != 0 || len(resp.Topics) != 1 {
+		t.Fatalf("follower: throttle %d, %d topics", resp.ThrottleMillis, len(resp.Topics))
 	}
 }
 
