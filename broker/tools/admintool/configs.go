@@ -25,7 +25,7 @@ import (
 // --bootstrap-server it uses DescribeConfigs and IncrementalAlterConfigs, with the output of
 // Kafka 2.6's ConfigCommand (2.4 has no bootstrap path for topics). docs/configs-tool.md.
 
-const configsDescription = `Describe or change the dynamic configs of a topic or a broker, like Kafka's kafka-configs.sh.
+const configsDescription = `Describe or change the dynamic configs of a topic, a broker, a user or a client id, like Kafka's kafka-configs.sh.
 
 Exactly one of --zookeeper or --bootstrap-server, and of --describe or --alter. --entity-type is
 topics, brokers, users (SCRAM credentials and quotas) or clients (quotas), users and clients
@@ -70,7 +70,7 @@ func configsCommand() *cli.Command {
 	)
 	return &cli.Command{
 		Name:        "configs",
-		Usage:       "describe or alter topic and broker configs (kafka-configs.sh)",
+		Usage:       "describe or alter topic, broker, user and client configs (kafka-configs.sh)",
 		Description: configsDescription,
 		Flags:       flags,
 		Action:      configsAction,

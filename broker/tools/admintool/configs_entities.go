@@ -74,9 +74,16 @@ func entityFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.GenericFlag{Name: "entity-type", Value: &entityFlag{a, "type"}, Usage: "topics, brokers, users or clients (users and clients may be combined)"},
 		&cli.GenericFlag{Name: "entity-name", Value: &entityFlag{a, "name"}, Usage: "name of the topic, the broker id, the user or the client id"},
-		&cli.GenericFlag{Name: "entity-default", Value: &entityFlag{a, "default"}, Usage: "brokers: the cluster-wide default config; users, clients: the <default> entity"},
+		switchFlag{&cli.GenericFlag{Name: "entity-default", Value: &entityFlag{a, "default"}, Usage: "brokers: the cluster-wide default config; users, clients: the <default> entity"}},
 	}
 }
+
+// switchFlag is a GenericFlag that takes no value (its Value is a bool flag.Value), shown so
+// in the help.
+type switchFlag struct{ *cli.GenericFlag }
+
+func (f switchFlag) TakesValue() bool { return false }
+func (f switchFlag) String() string   { return cli.FlagStringer(f) }
 
 // entityArgsOf returns the recorded order of the entity flags.
 func entityArgsOf(c *cli.Context) *entityArgs {
