@@ -107,7 +107,7 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 		}
 		// Client quotas (client_quotas.go): the request's size on the produce quota, its
 		// handler time on the request quota unless acks=0 (Kafka exempts those from it).
-		throttle := s.recordBandwidth(r, s.clientQuotas.Produce, float64(r.size), req.Acks == 0)
+		throttle := r.recordBandwidth(s.clientQuotas.Produce, float64(r.size), req.Acks == 0)
 		if req.Acks == 0 {
 			for _, res := range results {
 				if res.ErrorCode != 0 {

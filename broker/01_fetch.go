@@ -96,7 +96,7 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	}
 	finish := func(results []rm.FetchPartitionResult) {
 		answers, size := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
-		if !r.quotaDone && s.throttledFetch(r, resp, fctx, size) {
+		if !r.quotaDone && r.throttledFetch(resp, fctx, size) {
 			return
 		}
 		var keep []bool

@@ -78,8 +78,9 @@ func quotaExempt(key int16) bool {
 // recordBandwidth records value bytes on m (Produce or Fetch) and, unless skipRequest, the
 // handler time on the request quota; the larger throttle time wins and is applied (throttle-
 // time metric, mute). It returns that time; r's request quota is then done.
-func (s *Server) recordBandwidth(r *request, m *clientquota.Manager, value float64, skipRequest bool) time.Duration {
+func (r *request) recordBandwidth(m *clientquota.Manager, value float64, skipRequest bool) time.Duration {
 	r.quotaDone = true
+	s := r.c.s
 	rqOn := !skipRequest && s.clientQuotas.Request.Enabled()
 	if !rqOn && !m.Enabled() {
 		return 0
@@ -166,8 +167,9 @@ func (c *conn) awaitThrottle() bool {
 // time on the request quota; on a violation it takes the size back out (the answer carries no
 // records: Kafka's unrecordQuotaSensor and getThrottledResponse), answers resp with no
 // partitions and the throttle time, and reports true.
-func (s *Server) throttledFetch(r *request, resp *kmsg.FetchResponse, fctx *fetchsession.Context, size int) bool {
-	d := s.recordBandwidth(r, s.clientQuotas.Fetch, float64(size), false)
+func (r *request) throttledFetch(resp *kmsg.FetchResponse, fctx *fetchsession.Context, size int) bool {
+	s := r.c.s
+	d := r.recordBandwidth(s.clientQuotas.Fetch, float64(size), false)
 	if d <= 0 {
 		return false
 	}
