@@ -283,7 +283,7 @@ func (l *configChangeListener) deliverUser(sanitized string) error {
 	cfg := map[string]string{}
 	data, _, err := d.conn.Get(path)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zk.ErrNoNode), err == nil && len(data) == 0: // a user+client entity's bare parent
 	case err != nil:
 		return err
 	default:
