@@ -46,8 +46,9 @@ var importRules = map[string][]string{
 	"zkcoord":                  {"zkcoord"},
 	"zkcoord/zkdata":           {},
 	"zkcoord/zkclient":         {},
-	"broker":                   {"broker/config", "broker/groupcoord", "broker/fetchsession", "replicamanager", "zkcoord", "logstore"},
+	"broker":                   {"broker/config", "broker/groupcoord", "broker/fetchsession", "broker/clientquota", "replicamanager", "zkcoord", "logstore"},
 	"broker/fetchsession":      {}, // the incremental fetch session cache (KIP-227): leaves only
+	"broker/clientquota":       {}, // Kafka's client quotas (docs/quotas.md): leaves only
 	"broker/config":            {},
 	"broker/groupcoord":        {"replicamanager", "zkcoord", "logstore"},
 	"broker/txncoord":          {"replicamanager"}, // the transaction coordinator: not wired yet

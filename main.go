@@ -31,6 +31,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/isrbroker/isrbroker/broker"
+	"github.com/isrbroker/isrbroker/broker/clientquota"
 	"github.com/isrbroker/isrbroker/broker/config"
 	"github.com/isrbroker/isrbroker/broker/groupcoord"
 	"github.com/isrbroker/isrbroker/broker/kproto"
@@ -421,6 +422,9 @@ func startBroker(ctx context.Context, cfg *config.Config, log *logrus.Entry) (_ 
 		Log:                       log,
 
 		FetchSessionCacheSlots: fetchSessionSlots(cfg.MaxIncrementalFetchSessionCacheSlots),
+		// Client quotas (docs/quotas.md): the windows and the deprecated static defaults.
+		ClientQuotas: clientquota.Settings{NumWindows: cfg.QuotaWindowNum, WindowSize: cfg.QuotaWindowSize,
+			ProducerDefault: cfg.QuotaProducerDefault, ConsumerDefault: cfg.QuotaConsumerDefault},
 	}, brokerDeps(b.rmgr, b.zk, acls))
 	// NOT_LEADER_OR_FOLLOWER versus UNKNOWN_TOPIC_OR_PARTITION comes from the metadata cache.
 	md := b.srv.Metadata()

@@ -69,6 +69,7 @@ func brokerDeps(rmgr *replicamanager.ReplicaManager, zk *zkcoord.Coordinator, ac
 		Partitions:         partitionAdmin{zk.Reader, zk.Admin, zk},
 		Elections:          zk,
 		Reassignments:      zk,
+		Quotas:             zk.ConfigListener, // OnQuotaConfig (docs/quotas.md)
 	}
 }
 

@@ -43,9 +43,9 @@ import (
 //   - acks=0 gets no response; if any partition failed the connection is closed after
 //     earlier responses, as Kafka does, so the client notices.
 //
-// Deviations: transactional produce is not special-cased (the replica manager decides);
-// no throttling (throttle_time_ms 0). v9 (flexible) is not advertised (Kafka 2.4 serves up
-// to v8). v0-2 (message formats v0/v1) are not served.
+// Deviations: transactional produce is not special-cased (the replica manager decides).
+// throttle_time_ms is the client quotas' (docs/quotas.md). v9 (flexible) is not advertised
+// (Kafka 2.4 serves up to v8). v0-2 (message formats v0/v1) are not served.
 
 func init() { regKey(kmsg.Produce, 3, 8, handleProduce) }
 
@@ -105,6 +105,9 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 		for k, v := range appended {
 			results[k] = v
 		}
+		// Client quotas (client_quotas.go): the request's size on the produce quota, its
+		// handler time on the request quota unless acks=0 (Kafka exempts those from it).
+		throttle := r.recordBandwidth(s.clientQuotas.Produce, float64(r.size), req.Acks == 0)
 		if req.Acks == 0 {
 			for _, res := range results {
 				if res.ErrorCode != 0 {
@@ -115,7 +118,9 @@ func handleProduce(s *Server, r *request, kreq kmsg.Request) {
 			r.respond(nil)
 			return
 		}
-		r.respond(produceResponse(req, results))
+		resp := produceResponse(req, results)
+		resp.ThrottleMillis = throttleMillis(throttle)
+		r.respond(resp)
 	}
 	if len(entries) == 0 {
 		finish(nil)

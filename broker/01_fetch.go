@@ -57,6 +57,8 @@ func init() { regKey(kmsg.Fetch, 4, 11, handleFetch) }
 func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	// Followers' fetches are exempt from the client quotas (Kafka: CLUSTER_ACTION).
+	r.quotaDone = req.ReplicaID >= 0
 	fctx := s.newFetchContext(req)
 	if code := fctx.Error(); code != 0 {
 		resp.ErrorCode = code
@@ -93,7 +95,10 @@ func handleFetch(s *Server, r *request, kreq kmsg.Request) {
 		})
 	}
 	finish := func(results []rm.FetchPartitionResult) {
-		answers, _ := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
+		answers, size := fetchAnswers(parts, params.MaxBytes, withDenied(results, denied))
+		if !r.quotaDone && r.throttledFetch(resp, fctx, size) {
+			return
+		}
 		var keep []bool
 		resp.SessionID, resp.ErrorCode, keep = fctx.Respond(time.Now(), sessionResults(answers))
 		if resp.ErrorCode != 0 {

@@ -65,6 +65,10 @@ type conn struct {
 	// connection (sasl_conn.go), nil on PLAINTEXT and SSL listeners.
 	sec  *ListenerSecurity
 	sasl *saslConn
+
+	// mutedUntil is the end of a client quota throttle (unix ns; client_quotas.go): the
+	// reader reads no request before it (KIP-219).
+	mutedUntil atomic.Int64
 }
 
 // slot is the future response of one request.
@@ -165,7 +169,7 @@ func (c *conn) serve() {
 		br.Reset(nil) // drop the socket before the reader goes back to the pool
 		socketReaders.Put(br)
 	}()
-	for {
+	for c.awaitThrottle() {
 		// Produce frames are read into pooled buffers (produceBuffers): kmsg's decoded byte
 		// fields alias a frame, and a Produce's batches are appended before handleFrame
 		// returns (its handler runs on this goroutine; an acks=-1 produce parks only its
@@ -274,6 +278,9 @@ type request struct {
 
 	logOnce sync.Once
 	logger  logrus.FieldLogger
+
+	size      int  // the request frame's bytes (the produce quota's value)
+	quotaDone bool // the client quotas recorded this request (client_quotas.go)
 }
 
 // log is the request's logger (component, client, apiKey, version), built on first use: most
@@ -287,7 +294,10 @@ func (r *request) log() logrus.FieldLogger {
 }
 
 // respond completes the request with resp (nil: no response on the wire).
-func (r *request) respond(resp kmsg.Response) { r.slot.complete(reply{resp: resp}) }
+func (r *request) respond(resp kmsg.Response) {
+	r.applyRequestQuota(resp)
+	r.slot.complete(reply{resp: resp})
+}
 
 // respondAndClose sends nothing and closes the connection once earlier responses are out
 // (acks=0 produce errors, as Kafka does, so the client notices).
@@ -347,7 +357,7 @@ func (c *conn) handleFrame(frame []byte) error {
 		return err
 	}
 	return c.enqueue(corr, c.s.reqMetrics.timing(start, key, req), func(sl *slot) {
-		h.fn(c.s, &request{c: c, hdr: hdr, slot: sl}, req)
+		h.fn(c.s, &request{c: c, hdr: hdr, slot: sl, size: len(frame)}, req)
 	})
 }
 

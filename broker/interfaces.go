@@ -78,4 +78,7 @@ type Deps struct {
 	// ACLs is the authorizer (authorizer.class.name) and its ZooKeeper store (authz.go). nil:
 	// no authorizer, every request is allowed and the ACL APIs answer SECURITY_DISABLED.
 	ACLs ACLs
+	// Quotas delivers the client quota entities (client_quotas.go). nil: only the static
+	// defaults of Config.ClientQuotas apply.
+	Quotas QuotaConfigSource
 }

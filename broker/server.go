@@ -15,6 +15,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 	"github.com/sirupsen/logrus"
 
+	"github.com/isrbroker/isrbroker/broker/clientquota"
 	"github.com/isrbroker/isrbroker/broker/fetchsession"
 	"github.com/isrbroker/isrbroker/broker/ratelog"
 	rm "github.com/isrbroker/isrbroker/replicamanager"
@@ -59,6 +60,10 @@ type Config struct {
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots (KIP-227,
 	// broker/fetch_sessions.go): 0 is Kafka's default 1000, negative no sessions.
 	FetchSessionCacheSlots int32
+
+	// ClientQuotas are quota.window.num, quota.window.size.seconds and the deprecated static
+	// defaults (docs/quotas.md); zero values are Kafka's defaults.
+	ClientQuotas clientquota.Settings
 }
 
 // Defaults of the Kafka 2.4 broker for the fields above.
@@ -97,6 +102,8 @@ type Server struct {
 	groups GroupCoordinator // the group API keys (groups.go); nil in unit tests
 
 	fetchSessions *fetchsession.Cache // KIP-227 incremental fetch sessions (fetch_sessions.go)
+
+	clientQuotas *clientquota.Quotas // producer_byte_rate, consumer_byte_rate, request_percentage (client_quotas.go)
 
 	// acceptWarnings rate-limits the accept loops' failure lines (one per listener per 10 s,
 	// with suppressed=<n>): out of file descriptors, Accept fails on every attempt.
@@ -157,6 +164,7 @@ func New(cfg Config, deps Deps) *Server {
 	s.quotas = newConnQuotas(lim, len(cfg.Listeners), s.log)
 	s.topicStats = topicStatsOf(deps.TopicStats, cfg.Registry)
 	registerIdleGauge(cfg.Registry)
+	s.clientQuotas = newClientQuotas(cfg, deps, s.log)
 	return s
 }
 

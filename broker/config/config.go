@@ -135,6 +135,12 @@ type Config struct {
 	LogCleanerBackoff            time.Duration `key:"log.cleaner.backoff.ms"`
 	LogCleanerDedupeBufferSize   int64         `key:"log.cleaner.dedupe.buffer.size"`
 
+	// Client quotas (docs/quotas.md).
+	QuotaProducerDefault int64         `key:"quota.producer.default"` // deprecated static default
+	QuotaConsumerDefault int64         `key:"quota.consumer.default"` // deprecated static default
+	QuotaWindowNum       int           `key:"quota.window.num"`
+	QuotaWindowSize      time.Duration `key:"quota.window.size.seconds"`
+
 	// Controller.
 	ControllerSocketTimeout            time.Duration `key:"controller.socket.timeout.ms"`
 	AutoLeaderRebalanceEnable          bool          `key:"auto.leader.rebalance.enable"` // K7

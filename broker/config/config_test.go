@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,6 +163,9 @@ func TestDefaults(t *testing.T) {
 		{"unclean.leader.election.enable", c.UncleanLeaderElectionEnable, false},
 		{"min.insync.replicas", c.MinInsyncReplicas, 1},
 		{"controller.socket.timeout.ms", c.ControllerSocketTimeout, 30 * time.Second},
+		{"quota.window.num", c.QuotaWindowNum, 11},
+		{"quota.window.size.seconds", c.QuotaWindowSize, time.Second},
+		{"quota.producer.default", c.QuotaProducerDefault, int64(math.MaxInt64)},
 		{"auto.leader.rebalance.enable", c.AutoLeaderRebalanceEnable, true},
 		{"leader.imbalance.check.interval.seconds", c.LeaderImbalanceCheckInterval, 300 * time.Second},
 		{"leader.imbalance.per.broker.percentage", c.LeaderImbalancePerBrokerPercentage, 10},
@@ -267,6 +271,10 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 		"max.incremental.fetch.session.cache.slots", "0",
 		"sasl.mechanism.inter.broker.protocol", "PLAIN",
 		"connection.failed.authentication.delay.ms", "250",
+		"quota.producer.default", "1000",
+		"quota.consumer.default", "2000",
+		"quota.window.num", "5",
+		"quota.window.size.seconds", "2",
 	)
 	for _, b := range bindings {
 		if _, ok := p[b.key.Name]; !ok {
@@ -333,6 +341,8 @@ func TestEveryUsedKeyIsTyped(t *testing.T) {
 	want.ReplicaSocketTimeout = 2 * time.Second
 	want.ReplicaHighWatermarkCheckpointInterval = 100 * time.Millisecond
 	want.ControllerSocketTimeout = 3 * time.Second
+	want.QuotaProducerDefault, want.QuotaConsumerDefault = 1000, 2000
+	want.QuotaWindowNum, want.QuotaWindowSize = 5, 2*time.Second
 	want.AutoLeaderRebalanceEnable = false
 	want.LeaderImbalanceCheckInterval = 5 * time.Second
 	want.LeaderImbalancePerBrokerPercentage = 0

@@ -154,3 +154,22 @@ func allTrue(n int) []bool {
 	}
 	return out
 }
+
+// ThrottledRespond is Respond for a fetch a client quota throttles (Kafka's
+// getThrottledResponse): no partitions and no session created or changed; an incremental
+// fetch keeps its session (the next epoch), unless another request of it came meanwhile.
+func (x *Context) ThrottledRespond() (sessionID int32, errCode int16) {
+	switch x.kind {
+	case SessionError:
+		return InvalidSessionID, x.err
+	case Incremental:
+		s := x.sess
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.epoch != NextEpoch(x.reqEpoch) {
+			return s.id, kerr.InvalidFetchSessionEpoch.Code
+		}
+		return s.id, 0
+	}
+	return InvalidSessionID, 0
+}

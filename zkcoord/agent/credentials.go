@@ -67,7 +67,7 @@ func (c *CredentialCache) Load() error {
 			continue
 		}
 		data, _, err := c.conn.Get(zkdata.UserConfigPath(user))
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zk.ErrNoNode) || err == nil && len(data) == 0 { // gone, or a bare quota parent
 			continue
 		}
 		if err != nil {

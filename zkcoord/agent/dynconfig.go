@@ -40,7 +40,8 @@ type ConfigListener struct {
 
 	mu        sync.Mutex
 	callbacks []func(entity string, cfg map[string]string)
-	users     []func(user string, cfg map[string]string) // OnUserConfig
+	users     []func(user string, cfg map[string]string)         // OnUserConfig
+	quotas    []func(user, client string, cfg map[string]string) // OnQuotaConfig (quotas.go)
 	started   bool
 	closed    bool
 	fullScan  bool // a callback was added: deliver every entity again
@@ -69,7 +70,7 @@ func (d *ConfigListener) OnDynamicConfig(f func(entity string, cfg map[string]st
 // credentials of docs/sasl.md §3): f(user, cfg) with the desanitized user name and the user's
 // complete config (empty when its znode is absent), for every user at the first scan and then
 // for each users/<user> notification (Kafka's UserConfigHandler; users/<u>/clients/<c> and
-// <default> quota entities are skipped). Otherwise as OnDynamicConfig.
+// <default> quota entities go to OnQuotaConfig only). Otherwise as OnDynamicConfig.
 func (d *ConfigListener) OnUserConfig(f func(user string, cfg map[string]string)) {
 	if f == nil {
 		return
@@ -241,8 +242,13 @@ func (l *configChangeListener) deliverAll() error {
 		}
 	}
 	d.mu.Lock()
-	wantUsers := len(d.users) > 0
+	wantUsers, wantQuotas := len(d.users) > 0, len(d.quotas) > 0
 	d.mu.Unlock()
+	if wantQuotas {
+		if err := l.deliverAllQuotas(); err != nil {
+			return err
+		}
+	}
 	if !wantUsers {
 		return nil
 	}
@@ -277,7 +283,7 @@ func (l *configChangeListener) deliverUser(sanitized string) error {
 	cfg := map[string]string{}
 	data, _, err := d.conn.Get(path)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zk.ErrNoNode), err == nil && len(data) == 0: // a user+client entity's bare parent
 	case err != nil:
 		return err
 	default:
@@ -297,8 +303,8 @@ func (l *configChangeListener) deliverUser(sanitized string) error {
 }
 
 // deliverEntity re-reads one entity's config and calls the callbacks; entities that do not
-// concern this broker (another broker's config, clients, users' client quotas) are skipped, and
-// users go to the user callbacks only.
+// concern this broker (another broker's config) are skipped; users, clients and users' client
+// entities go to the quota callbacks (quotas.go), users also to the user callbacks.
 func (l *configChangeListener) deliverEntity(entity string) error {
 	d := l.d
 	kind, name, _ := strings.Cut(entity, "/")
@@ -309,7 +315,12 @@ func (l *configChangeListener) deliverEntity(entity string) error {
 	case kind == "topics" && zkdata.ValidTopicName(name):
 		path = zkdata.TopicConfigPath(name)
 	case kind == "users" && name != "" && !strings.Contains(name, "/"):
+		if err := l.deliverQuota(entity); err != nil {
+			return err
+		}
 		return l.deliverUser(name)
+	case kind == "users" || kind == "clients":
+		return l.deliverQuota(entity)
 	default:
 		return nil
 	}

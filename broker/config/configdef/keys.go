@@ -50,7 +50,6 @@ const (
 	whySASLPlugins  = "isrbroker cannot load Java plug-in classes: SASL uses the built-in PLAIN, SCRAM and unsecured OAUTHBEARER"
 	whyThreads      = "isrbroker serves each connection and background task on its own goroutine; there are no fixed thread pools or request queues"
 	whyTransactions = "isrbroker has no transactions (idempotent producers only)"
-	whyQuotas       = "isrbroker has no client quotas"
 	whyReplQuotas   = "isrbroker's replication throttle measures its rate over a fixed one-second window"
 	whyMetrics      = "isrbroker exports its metrics over HTTP at metrics.listen"
 	whyPurgatory    = "isrbroker removes a delayed operation from its purgatory as soon as it completes"
@@ -260,10 +259,10 @@ func declared() []*Key {
 		broker("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", AtLeast(1), "How often expired transactional ids are removed.").ms().unused(whyTransactions),
 
 		// ---- Quotas ----
-		broker("quota.producer.default", Long, longMax, AtLeast(1), "Deprecated default produce quota.").unused(whyQuotas),
-		broker("quota.consumer.default", Long, longMax, AtLeast(1), "Deprecated default fetch quota.").unused(whyQuotas),
-		broker("quota.window.num", Int, "11", AtLeast(1), "Samples of client quotas.").unused(whyQuotas),
-		broker("quota.window.size.seconds", Int, "1", AtLeast(1), "Sample length of client quotas.").seconds().unused(whyQuotas),
+		broker("quota.producer.default", Long, longMax, AtLeast(1), "Deprecated default produce quota."),
+		broker("quota.consumer.default", Long, longMax, AtLeast(1), "Deprecated default fetch quota."),
+		broker("quota.window.num", Int, "11", AtLeast(1), "Samples of client quotas."),
+		broker("quota.window.size.seconds", Int, "1", AtLeast(1), "Sample length of client quotas.").seconds(),
 		broker("client.quota.callback.class", Class, "", nil, "Client quota callback plug-in.").unsupported(whyPlugins),
 
 		// ---- Metrics ----

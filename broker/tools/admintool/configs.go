@@ -25,11 +25,12 @@ import (
 // --bootstrap-server it uses DescribeConfigs and IncrementalAlterConfigs, with the output of
 // Kafka 2.6's ConfigCommand (2.4 has no bootstrap path for topics). docs/configs-tool.md.
 
-const configsDescription = `Describe or change the dynamic configs of a topic or a broker, like Kafka's kafka-configs.sh.
+const configsDescription = `Describe or change the dynamic configs of a topic, a broker, a user or a client id, like Kafka's kafka-configs.sh.
 
 Exactly one of --zookeeper or --bootstrap-server, and of --describe or --alter. --entity-type is
-topics, brokers or users (SCRAM credentials, --zookeeper only); --entity-name names the topic, the
-broker id or the user; --entity-default (brokers) is the cluster-wide default of every broker. --add-config takes k1=v1,k2=[a,b] (brackets keep
+topics, brokers, users (SCRAM credentials and quotas) or clients (quotas), users and clients
+--zookeeper only and combinable; --entity-name names the topic, the broker id, the user or the
+client id; --entity-default is the cluster-wide default. --add-config takes k1=v1,k2=[a,b] (brackets keep
 the commas of a list value); --delete-config takes k1,k2 (repeatable).
 
 Every change is checked before anything is written: an unknown key (with the nearest key as a
@@ -46,6 +47,7 @@ Examples:
   isrbroker configs --zookeeper localhost:2181 --entity-type brokers --entity-name 1 --alter --add-config leader.replication.throttled.rate=1048576
   isrbroker configs --zookeeper localhost:2181 --entity-type topics --entity-name orders --alter --delete-config retention.ms
   isrbroker configs --zookeeper localhost:2181 --entity-type users --entity-name alice --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'
+  isrbroker configs --zookeeper localhost:2181 --entity-type users --entity-name alice --entity-type clients --entity-default --alter --add-config producer_byte_rate=1048576
 
 Output (--zookeeper):
   Completed Updating config for entity: topic 'orders'.
@@ -56,13 +58,10 @@ Output (--bootstrap-server):
     retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}`
 
 func configsCommand() *cli.Command {
-	flags := zkFlags()
+	flags := append(zkFlags(), entityFlags()...) // configs_entities.go
 	flags = append(flags,
 		&cli.StringFlag{Name: "bootstrap-server", Usage: "Kafka brokers host:port[,host:port] to talk to instead of ZooKeeper"},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "with --bootstrap-server: give up after this time"},
-		&cli.StringFlag{Name: "entity-type", Usage: "topics, brokers or users"},
-		&cli.StringFlag{Name: "entity-name", Usage: "name of the topic, the broker id or the user"},
-		&cli.BoolFlag{Name: "entity-default", Usage: "brokers: the cluster-wide default config"},
 		&cli.BoolFlag{Name: "describe", Usage: "list the configs of the entity"},
 		&cli.BoolFlag{Name: "all", Usage: "with --describe --bootstrap-server: every config, static and default ones too (Kafka 2.6, KIP-524)"},
 		&cli.BoolFlag{Name: "alter", Usage: "change the configs of the entity"},
@@ -71,7 +70,7 @@ func configsCommand() *cli.Command {
 	)
 	return &cli.Command{
 		Name:        "configs",
-		Usage:       "describe or alter topic and broker configs (kafka-configs.sh)",
+		Usage:       "describe or alter topic, broker, user and client configs (kafka-configs.sh)",
 		Description: configsDescription,
 		Flags:       flags,
 		Action:      configsAction,
@@ -80,12 +79,13 @@ func configsCommand() *cli.Command {
 
 // configsRequest is the parsed command line.
 type configsRequest struct {
-	topics  bool   // entity type topics, else brokers (or users)
-	users   bool   // entity type users: SCRAM credentials (configs_users.go)
-	name    string // topic or broker id; "" for the broker default
-	dflt    bool   // --entity-default
-	named   bool   // an entity was named (name or default)
-	all     bool   // --all: every entry of DescribeConfigs, not only the dynamic source's
+	topics  bool         // entity type topics, else brokers (or users)
+	users   bool         // entity type users and/or clients: SCRAM credentials, quotas (configs_users.go)
+	quota   *quotaEntity // the users/clients entity (configs_entities.go)
+	name    string       // topic or broker id; "" for the broker default
+	dflt    bool         // --entity-default
+	named   bool         // an entity was named (name or default)
+	all     bool         // --all: every entry of DescribeConfigs, not only the dynamic source's
 	add     map[string]string
 	addKeys []string
 	del     []string
@@ -153,16 +153,18 @@ func parseConfigsRequest(c *cli.Context) (*configsRequest, error) {
 				return nil, failf("The entity name for brokers must be a valid integer broker id, but it is: %s", r.name)
 			}
 		}
-	case "users":
-		if r.users = true; r.dflt {
-			return nil, failf("--entity-default of users sets client quotas, which isrbroker does not have")
+	case "users", "clients": // SCRAM credentials and client quotas (configs_users.go)
+		q, err := parseQuotaEntity(c)
+		if err != nil {
+			return nil, err
 		}
+		r.users, r.quota, r.name, r.dflt, r.named = true, q, q.zkUser(), false, q.userNamed || q.clientNamed
 	case "":
-		return nil, failf("--entity-type (topics, brokers or users) is required")
+		return nil, failf("--entity-type (topics, brokers, users or clients) is required")
 	default:
-		return nil, failf("Invalid entity-type %s, --entity-type must be one of topics,brokers,users (isrbroker has no client quotas)", c.String("entity-type"))
+		return nil, failf("Invalid entity-type %s, --entity-type must be one of topics,brokers,users,clients", c.String("entity-type"))
 	}
-	r.named = r.name != "" || r.dflt
+	r.named = r.named || r.name != "" || r.dflt
 	if !c.Bool("alter") {
 		return r, nil
 	}
@@ -251,7 +253,7 @@ func (r *configsRequest) entityString() string {
 	case r.topics:
 		return "topic '" + r.name + "'"
 	case r.users:
-		return "user-principal '" + r.name + "'"
+		return r.quotaEntity().String()
 	case r.dflt:
 		return "default brokers"
 	}
@@ -589,11 +591,4 @@ func (b *kafkaBackend) describeConfigs(parent context.Context, r *configsRequest
 		}
 	}
 	return nil
-}
-
-func nullable(s *string) string {
-	if s == nil {
-		return "null"
-	}
-	return *s
 }

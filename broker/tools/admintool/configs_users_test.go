@@ -166,7 +166,8 @@ func TestUserSCRAMConfigs(t *testing.T) {
 	for _, tc := range []struct{ add, del, want string }{
 		{"SCRAM-SHA-256=[iterations=1000,password=x]", "", "Iterations 1000 is less than the minimum 4096 required for SCRAM-SHA-256"},
 		{"SCRAM-SHA-256=[pass=x]", "", "invalid SCRAM-SHA-256 credential config"},
-		{"producer_byte_rate=1024", "", "client quota"},
+		{"producer_byte_rate=-1", "", "a positive number is required"},
+		{"producer_byte_rate=1k", "", "a positive number is required"},
 		{"SCRAM-SHA-1=[password=x]", "", "Unknown Dynamic Configuration 'SCRAM-SHA-1'"},
 		{"", "SCRAM-SHA-256", "Invalid config(s): SCRAM-SHA-256"},
 	} {
@@ -210,8 +211,8 @@ func TestUserSCRAMConfigsCommandLine(t *testing.T) {
 		t.Fatalf("describe output %q", out)
 	}
 	mustFail(t, run("configs", "--bootstrap-server=127.0.0.1:1", "--describe", "--entity-type", "users"), 1, "needs --zookeeper")
-	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "--entity-name must be specified with --alter of users")
-	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--entity-default", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "client quotas")
+	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "--entity-name or --entity-default must be specified with each --entity-type for --alter")
+	mustFail(t, run("configs", zkArg, "--alter", "--entity-type", "users", "--entity-default", "--add-config", "SCRAM-SHA-512=[password=Q]"), 1, "takes quotas only")
 }
 
 // TestUserSCRAMConfigsBeforeAnyBroker: SCRAM credentials go into ZooKeeper before the first
