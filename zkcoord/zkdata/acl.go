@@ -3,8 +3,6 @@ package zkdata
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -70,22 +68,7 @@ func ACLChangePath(changesPath string, seq int64) string {
 }
 
 // ACLChangeSeqs returns the sequence numbers of the acl_changes_<seq> children, sorted.
-func ACLChangeSeqs(children []string) []int64 {
-	out := make([]int64, 0, len(children))
-	for _, ch := range children {
-		rest, ok := strings.CutPrefix(ch, ACLChangePrefix)
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil || n < 0 {
-			continue
-		}
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func ACLChangeSeqs(children []string) []int64 { return sequenceNumbers(children, ACLChangePrefix) }
 
 // ACLEntry is one entry of an ACL znode, in Kafka's field names and spelling.
 type ACLEntry struct {

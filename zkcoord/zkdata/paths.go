@@ -86,9 +86,15 @@ func ConfigChangePath(seq int64) string {
 
 // ConfigChangeSeqs returns the sequence numbers of the config_change_<seq> children, sorted.
 func ConfigChangeSeqs(children []string) []int64 {
+	return sequenceNumbers(children, ConfigChangePrefix)
+}
+
+// sequenceNumbers returns the sequence numbers of the children named prefix<seq> (ZooKeeper's
+// sequential nodes), sorted; other children are skipped.
+func sequenceNumbers(children []string, prefix string) []int64 {
 	out := make([]int64, 0, len(children))
 	for _, ch := range children {
-		rest, ok := strings.CutPrefix(ch, ConfigChangePrefix)
+		rest, ok := strings.CutPrefix(ch, prefix)
 		if !ok {
 			continue
 		}
