@@ -31,9 +31,9 @@ run_tests() {
 		status=1
 		return
 	fi
-	echo "test: [$dir] go test -race -count=1 -timeout 15m -v ./... ${ARGS[*]}"
+	echo "test: [$dir] go test -race -count=1 -timeout 30m -v ./... ${ARGS[*]}"
 	set +e
-	(cd "$dir" && go test -race -count=1 -timeout 15m -v ./... "${ARGS[@]}") 2>&1 | tee -a "$out"
+	(cd "$dir" && go test -race -count=1 -timeout 30m -v ./... "${ARGS[@]}") 2>&1 | tee -a "$out"
 	rc=${PIPESTATUS[0]}
 	set -e
 	if ((rc != 0)); then
