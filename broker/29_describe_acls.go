@@ -21,6 +21,19 @@ func init() { regKey(kmsg.DescribeACLs, 0, 1, handleDescribeACLs) }
 // errNoAuthorizer is Kafka's SecurityDisabledException message.
 const errNoAuthorizer = "No Authorizer is configured on the broker"
 
+// aclAPIRefusal is the answer every item of an ACL API request gets before any ACL is read or
+// written: SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED without op
+// on the cluster; code 0 lets the request through.
+func aclAPIRefusal(s *Server, r *request, op acl.Operation) (code int16, msg string) {
+	switch {
+	case s.deps.ACLs == nil:
+		return kerr.SecurityDisabled.Code, errNoAuthorizer
+	case !s.authz.authorizedCluster(r, op):
+		return kerr.ClusterAuthorizationFailed.Code, ""
+	}
+	return 0, ""
+}
+
 func handleDescribeACLs(s *Server, r *request, kreq kmsg.Request) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
@@ -28,12 +41,8 @@ func handleDescribeACLs(s *Server, r *request, kreq kmsg.Request) {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		r.respond(resp)
 	}
-	if s.deps.ACLs == nil {
-		fail(kerr.SecurityDisabled.Code, errNoAuthorizer)
-		return
-	}
-	if !s.authz.authorizedCluster(r, acl.OpDescribe) {
-		fail(kerr.ClusterAuthorizationFailed.Code, "")
+	if code, msg := aclAPIRefusal(s, r, acl.OpDescribe); code != 0 {
+		fail(code, msg)
 		return
 	}
 	pattern := acl.PatternType(req.ResourcePatternType)

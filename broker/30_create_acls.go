@@ -34,16 +34,9 @@ func handleCreateACLs(s *Server, r *request, kreq kmsg.Request) {
 		}
 		resp.Results = append(resp.Results, res)
 	}
-	switch {
-	case s.deps.ACLs == nil:
+	if code, msg := aclAPIRefusal(s, r, acl.OpAlter); code != 0 {
 		for range req.Creations {
-			result(kerr.SecurityDisabled.Code, errNoAuthorizer)
-		}
-		r.respond(resp)
-		return
-	case !s.authz.authorizedCluster(r, acl.OpAlter):
-		for range req.Creations {
-			result(kerr.ClusterAuthorizationFailed.Code, "")
+			result(code, msg)
 		}
 		r.respond(resp)
 		return

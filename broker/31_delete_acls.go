@@ -31,16 +31,9 @@ func handleDeleteACLs(s *Server, r *request, kreq kmsg.Request) {
 		resp.Results = append(resp.Results, res)
 		return &resp.Results[len(resp.Results)-1]
 	}
-	switch {
-	case s.deps.ACLs == nil:
+	if code, msg := aclAPIRefusal(s, r, acl.OpAlter); code != 0 {
 		for range req.Filters {
-			result(kerr.SecurityDisabled.Code, errNoAuthorizer)
-		}
-		r.respond(resp)
-		return
-	case !s.authz.authorizedCluster(r, acl.OpAlter):
-		for range req.Filters {
-			result(kerr.ClusterAuthorizationFailed.Code, "")
+			result(code, msg)
 		}
 		r.respond(resp)
 		return

@@ -1,7 +1,8 @@
 // Package coordinator holds what Kafka's two coordinators share, the group coordinator
 // (broker/groupcoord) and the transaction coordinator (broker/txncoord): the clock and timers
-// they schedule with (tests inject a fake one) and the registry of the API keys each serves
-// with its handlers. It is a leaf: it imports nothing of the repository.
+// they schedule with (tests inject a fake one), the registry of the API keys each serves
+// with its handlers, and the authorization check their handlers make. It is a leaf: it imports
+// only the ACL model (broker/security/acl).
 package coordinator
 
 import (
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/isrbroker/isrbroker/broker/security/acl"
 )
 
 // Clock is a coordinator's time source. Tests inject a fake whose timers fire when the test
@@ -72,4 +75,13 @@ func (hs *Handlers[H]) Keys() []KeyRange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// Authorizer decides an operation of a request's principal on a resource (the broker's ACL
+// authorizer; docs/acls.md). A nil Authorizer is no authorizer: everything is allowed.
+type Authorizer func(op acl.Operation, typ acl.ResourceType, name string) bool
+
+// Allows reports whether op on typ:name is allowed.
+func (a Authorizer) Allows(op acl.Operation, typ acl.ResourceType, name string) bool {
+	return a == nil || a(op, typ, name)
 }

@@ -155,12 +155,12 @@ type Request struct {
 	Log        logrus.FieldLogger
 	// Authorized decides an operation of the request's principal on a resource (the broker's
 	// authorizer; docs/acls.md). nil: no authorizer, everything is allowed.
-	Authorized func(op acl.Operation, typ acl.ResourceType, name string) bool
+	Authorized coordinator.Authorizer
 }
 
 // allowed reports whether the request may perform op on typ:name.
 func (r *Request) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
-	return r == nil || r.Authorized == nil || r.Authorized(op, typ, name)
+	return r == nil || r.Authorized.Allows(op, typ, name)
 }
 
 // authorizedGroupOps is KIP-430's bitfield of the group operations the request may perform.

@@ -142,13 +142,14 @@ type Request struct {
 	ClientID string
 	Listener string
 	Log      logrus.FieldLogger
-	// Authorized decides an operation of the request's principal on a resource (docs/acls.md).
-	// nil: no authorizer, everything is allowed.
-	Authorized func(op acl.Operation, typ acl.ResourceType, name string) bool
+	// Authorized decides an operation of the request's principal on a resource (the broker's
+	// authorizer; docs/acls.md). nil: no authorizer, everything is allowed.
+	Authorized coordinator.Authorizer
 }
 
+// allowed reports whether the request may perform op on typ:name.
 func (r *Request) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
-	return r == nil || r.Authorized == nil || r.Authorized(op, typ, name)
+	return r == nil || r.Authorized.Allows(op, typ, name)
 }
 
 // handlerFunc serves one request; respond must be called exactly once, now or later.
