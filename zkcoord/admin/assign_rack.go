@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -56,9 +57,20 @@ func (adm *Admin) brokerMetadatas(mode RackAwareMode) ([]BrokerRack, error) {
 	if err != nil {
 		return nil, err
 	}
+	return BrokerRacks(bs, mode, nil)
+}
+
+// BrokerRacks is Kafka's AdminZkClient.getBrokerMetadatas over the registered brokers bs:
+// those listed in only (all of them when only is nil), sorted by id, with their racks as mode
+// allows; under RackAwareEnforced a mix of brokers with and without a rack is refused with
+// Kafka's message (reassignment --generate uses it with its --broker-list).
+func BrokerRacks(bs []BrokerInfo, mode RackAwareMode, only []int32) ([]BrokerRack, error) {
 	out := make([]BrokerRack, 0, len(bs))
 	withRack := 0
 	for _, b := range bs {
+		if only != nil && !slices.Contains(only, b.ID) {
+			continue
+		}
 		out = append(out, BrokerRack{ID: b.ID, Rack: b.Rack})
 		if b.Rack != "" {
 			withRack++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -179,5 +180,30 @@ func TestCreateTopicUsesRegisteredRacks(t *testing.T) {
 		if _, err := adm.CreateTopic(ctx, TopicSpec{Name: "mixed", NumPartitions: 10, ReplicationFactor: 2, RackAwareMode: mode}, true); err != nil {
 			t.Fatalf("mode %d with a broker without a rack: %v", mode, err)
 		}
+	}
+}
+
+// TestBrokerRacksFiltersAndModes: reassignment --generate's broker metadata (Kafka's
+// getBrokerMetadatas with a broker list): only the listed brokers, sorted, racks as the mode
+// allows; a mix is refused only when enforced.
+func TestBrokerRacksFiltersAndModes(t *testing.T) {
+	bs := []BrokerInfo{{ID: 3, Rack: "b"}, {ID: 1, Rack: "a"}, {ID: 2}, {ID: 4, Rack: "a"}}
+	got, err := BrokerRacks(bs, RackAwareEnforced, []int32{4, 3, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []BrokerRack{{1, "a"}, {3, "b"}, {4, "a"}}; !slices.Equal(got, want) {
+		t.Fatalf("enforced over 4,3,1: %v, want %v", got, want)
+	}
+	if _, err := BrokerRacks(bs, RackAwareEnforced, nil); !errors.Is(err, ErrRackInfoIncomplete) {
+		t.Fatalf("enforced over a mix: %v, want ErrRackInfoIncomplete", err)
+	}
+	got, err = BrokerRacks(bs, RackAwareSafe, nil)
+	if err != nil || len(got) != 4 || got[0] != (BrokerRack{ID: 1}) {
+		t.Fatalf("safe over a mix: %v %v, want 4 brokers without racks", got, err)
+	}
+	got, err = BrokerRacks(bs, RackAwareDisabled, []int32{1, 3})
+	if err != nil || !slices.Equal(got, []BrokerRack{{ID: 1}, {ID: 3}}) {
+		t.Fatalf("disabled: %v %v", got, err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 const reassignDescription = `Move partition replicas between brokers, like Kafka 2.4's kafka-reassign-partitions.sh
 --zookeeper. Exactly one of --generate, --execute or --verify is required.
 
-  --generate --topics-to-move-json-file F --broker-list "1,2,3"
+  --generate --topics-to-move-json-file F --broker-list "1,2,3" [--disable-rack-aware]
       F is {"version":1,"topics":[{"topic":"foo"}]}. Prints the current assignment of those
       topics and a proposed one spreading them over the listed brokers (Kafka's assignment
       algorithm, same replication factor). Nothing is changed.
@@ -69,6 +69,7 @@ func reassignCommand() *cli.Command {
 		&cli.BoolFlag{Name: "verify", Usage: "report the status of the reassignment of --reassignment-json-file"},
 		&cli.StringFlag{Name: "topics-to-move-json-file", Usage: `--generate: JSON file {"version":1,"topics":[{"topic":"foo"}]}`},
 		&cli.StringFlag{Name: "broker-list", Usage: `--generate: target broker ids, e.g. "1,2,3"`},
+		&cli.BoolFlag{Name: "disable-rack-aware", Usage: "--generate: ignore the brokers' racks (broker.rack)"},
 		&cli.StringFlag{Name: "reassignment-json-file", Usage: "--execute/--verify: the reassignment plan (Kafka's JSON)"},
 		&cli.Int64Flag{Name: "throttle", Value: -1, Usage: "--execute: replication throttle in bytes/s for the moving replicas"},
 		&cli.StringFlag{Name: "bootstrap-server", Usage: "use the Kafka protocol (KIP-455) instead of --zookeeper: host:port[,host:port]"},
@@ -291,7 +292,7 @@ func parseBrokerList(s string) ([]int32, error) {
 }
 
 func doGenerate(c *cli.Context, coord *admin.Session, out io.Writer, topics []string, brokers []int32) error {
-	live, _, err := liveSet(coord)
+	live, registered, err := liveSet(coord)
 	if err != nil {
 		return zkErr(c, err)
 	}
@@ -299,6 +300,15 @@ func doGenerate(c *cli.Context, coord *admin.Session, out io.Writer, topics []st
 		if !live[id] {
 			return failf("--broker-list names broker %d, which is not registered (dead or unknown)", id)
 		}
+	}
+	// Kafka's generateAssignment: the listed brokers' racks, enforced unless --disable-rack-aware.
+	mode := admin.RackAwareEnforced
+	if c.Bool("disable-rack-aware") {
+		mode = admin.RackAwareDisabled
+	}
+	racks, err := admin.BrokerRacks(registered, mode, brokers)
+	if err != nil {
+		return failf("%s", clean(err))
 	}
 	var current, proposed []admin.PartitionReassignment
 	for _, t := range topics {
@@ -316,7 +326,7 @@ func doGenerate(c *cli.Context, coord *admin.Session, out io.Writer, topics []st
 		if rf > len(brokers) {
 			return failf("topic %q has replication factor %d, larger than the %d brokers in --broker-list", t, rf, len(brokers))
 		}
-		next, err := admin.AssignReplicasToBrokers(brokers, int32(len(a)), int16(rf), -1, -1)
+		next, err := admin.AssignReplicas(racks, int32(len(a)), rf, -1, 0)
 		if err != nil {
 			return failf("topic %q: %s", t, clean(err))
 		}

@@ -75,6 +75,16 @@ func TestReassignPartitions(t *testing.T) {
 		mustFail(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", f, "--broker-list", "2,9,4"), 1, "broker 9, which is not registered")
 		mustFail(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", f, "--broker-list", "2,3"), 1, "replication factor 3, larger than the 2 brokers")
 		mustFail(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", f, "--broker-list", "2,x"), 1, `"x" is not a broker id`)
+		// Broker 1 has a rack and 2, 3 none: Kafka's generateAssignment enforces rack awareness
+		// over the listed brokers unless --disable-rack-aware.
+		mustFail(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", f, "--broker-list", "1,2,3"), 1,
+			"Not all brokers have rack information. Add --disable-rack-aware in command line to make replica assignment without rack information.")
+		out = mustOK(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", f, "--broker-list", "1,2,3", "--disable-rack-aware"))
+		for _, p := range jsonAfter(t, out, "Proposed partition reassignment configuration\n") {
+			if len(p.Replicas) != 3 {
+				t.Fatalf("proposed %+v keeps RF 3?", p)
+			}
+		}
 		bad := writeFile(t, "bad.json", "{\"version\":1,\n \"topics\":[{\"name\":\"t\"}]}")
 		mustFail(t, run("reassign-partitions", zkArg, "--generate", "--topics-to-move-json-file", bad, "--broker-list", "2,3,4"), 1, "field topics[0].topic: missing")
 		missing := writeFile(t, "m.json", `{"version":1,"topics":[{"topic":"nope"}]}`)
